@@ -1,0 +1,41 @@
+"""`geokafka up` / `geokafka down`: the local clusters of the topology."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.infra.clusters import local_cluster_specs
+from geokafka.infra.local_cluster import start_cluster, stop_cluster
+
+
+@click.command()
+@click.argument("clusters", nargs=-1)
+@click.option("--timeout", default=120.0, help="seconds to wait for every broker to be in the metadata")
+@pass_ctx
+def up(ctx: CliContext, clusters: tuple[str, ...], timeout: float) -> None:
+    """Start the topology's local clusters (all, or those named) and wait until they serve."""
+    specs = local_cluster_specs(ctx.topology, list(clusters))
+    rows = []
+    for spec in specs:
+        ctx.info(f"starting {spec.name} ({len(spec.brokers)} brokers, {len(spec.controllers)} controllers)...")
+        racks_by_id = start_cluster(spec, timeout_s=timeout)
+        racks = [racks_by_id.get(b.node_id) or "-" for b in spec.brokers]
+        rows.append({"cluster": spec.name, "brokers": len(spec.brokers), "racks": racks, "bootstrap": spec.bootstrap})
+    table = Table("cluster", "brokers", "racks", "bootstrap", title="local clusters up")
+    for row in rows:
+        table.add_row(row["cluster"], str(row["brokers"]), ",".join(row["racks"]), row["bootstrap"])
+    ctx.emit(rows, table)
+
+
+@click.command()
+@click.argument("clusters", nargs=-1)
+@pass_ctx
+def down(ctx: CliContext, clusters: tuple[str, ...]) -> None:
+    """Stop the topology's local clusters; data is kept for the next `up`."""
+    result = {spec.name: stop_cluster(spec) for spec in local_cluster_specs(ctx.topology, list(clusters))}
+    ctx.emit(result, "\n".join(f"{name}: stopped {n} processes" for name, n in result.items()))
+
+
+COMMANDS = [up, down]

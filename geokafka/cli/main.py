@@ -1,0 +1,66 @@
+"""The `geokafka` command: wires subcommands to the library; computes nothing itself."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from geokafka.cli.context import CliContext
+from geokafka.errors import GeokafkaError
+
+
+class _Group(click.Group):
+    """Turns every :class:`GeokafkaError` into one line on stderr and its exit code."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except GeokafkaError as exc:
+            click.echo(f"{type(exc).__name__.rstrip('_')}: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except Exception as exc:  # noqa: BLE001 - last line of defence: one line, not a traceback
+            if os.environ.get("GEOKAFKA_DEBUG"):
+                raise
+            click.echo(f"InternalError: {type(exc).__name__}: {exc} (set GEOKAFKA_DEBUG=1 for a traceback)", err=True)
+            ctx.exit(1)
+        return None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
+@click.option(
+    "-f", "--file", "file", type=click.Path(path_type=Path), default=Path("geokafka.yaml"),
+    envvar="GEOKAFKA_FILE", help="topology file",
+)
+@click.option("--json", "json_output", is_flag=True, help="machine-readable output on stdout")
+@click.pass_context
+def cli(ctx: click.Context, file: Path, json_output: bool) -> None:
+    """geokafka: run Apache Kafka across data centers.
+
+    Replicates topics between clusters on Spark, moves consumer groups exactly on failover,
+    plans stretched clusters and drills disasters, all from one topology file.
+    """
+    ctx.obj = CliContext(file=file, json_output=json_output)
+
+
+def _register() -> None:
+    from geokafka.cli import clusters_cmd, topology_cmd
+
+    for module in (clusters_cmd, topology_cmd):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def main() -> None:
+    """Console entry point."""
+    sys.exit(cli.main(standalone_mode=True))

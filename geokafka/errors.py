@@ -1,0 +1,85 @@
+"""The exception tree of geokafka.
+
+Every error a user can cause or meet is a :class:`GeokafkaError`; the CLI prints it as one
+line (``Type: message``) and exits with its ``exit_code``, never with a traceback::
+
+    GeokafkaError (1)
+    ├── TopologyError (2)          the topology file is unreadable or invalid
+    ├── EnvironmentError_ (3)      the machine lacks something (java, mvn, a free port)
+    ├── ClusterUnreachableError (4) a cluster does not answer
+    ├── KafkaOperationError (5)    a Kafka admin/produce/consume call failed
+    ├── MissingTopicError (6)      a topic that must exist does not
+    ├── DataLossError (7)          replication would skip records (gap, truncation)
+    ├── RecordTooLargeError (8)    a record does not fit the target topic
+    ├── AuthError (9)              credentials or TLS were refused
+    ├── FlowStateError (10)        the flow is in the wrong state for the command
+    └── DrillFailedError (11)      a drill saw reality disagree with the plan
+"""
+
+from __future__ import annotations
+
+
+class GeokafkaError(Exception):
+    """Root of all geokafka errors; ``str(err)`` is the one line shown to the user."""
+
+    exit_code = 1
+
+
+class TopologyError(GeokafkaError):
+    """The topology file cannot be read or does not match the schema."""
+
+    exit_code = 2
+
+
+class EnvironmentError_(GeokafkaError):
+    """This machine lacks something geokafka needs (java, mvn, a free port, jars)."""
+
+    exit_code = 3
+
+
+class ClusterUnreachableError(GeokafkaError):
+    """A Kafka cluster did not answer within the timeout."""
+
+    exit_code = 4
+
+
+class KafkaOperationError(GeokafkaError):
+    """A Kafka call failed; the message says what was being attempted."""
+
+    exit_code = 5
+
+
+class MissingTopicError(GeokafkaError):
+    """A topic that must exist does not."""
+
+    exit_code = 6
+
+
+class DataLossError(GeokafkaError):
+    """Replication would skip records: the source no longer has them."""
+
+    exit_code = 7
+
+
+class RecordTooLargeError(GeokafkaError):
+    """A record is larger than the target topic accepts."""
+
+    exit_code = 8
+
+
+class AuthError(GeokafkaError):
+    """Authentication, authorization or TLS failed."""
+
+    exit_code = 9
+
+
+class FlowStateError(GeokafkaError):
+    """The flow is in a state where the command cannot run (e.g. already failed over)."""
+
+    exit_code = 10
+
+
+class DrillFailedError(GeokafkaError):
+    """A drill measured something the plan said could not happen."""
+
+    exit_code = 11

@@ -1,0 +1,274 @@
+"""Real Apache Kafka clusters in KRaft mode on this machine, started from the fetched jars.
+
+A :class:`LocalClusterSpec` lists nodes (broker, controller or both) with their racks and
+loopback ports. :func:`start_cluster` writes each node's ``server.properties``, formats its
+storage once (so a restart keeps the data), launches the JVMs detached, and waits until the
+cluster metadata shows every broker.
+"""
+
+from __future__ import annotations
+
+import base64
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from geokafka.errors import ClusterUnreachableError, EnvironmentError_
+from geokafka.infra import jars
+from geokafka.infra.processes import running_pid, signal_process, start_process, stop_process
+
+_LOG4J = Path(__file__).with_name("log4j2.properties")
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One Kafka process."""
+
+    node_id: int
+    is_broker: bool
+    is_controller: bool
+    rack: str | None
+    broker_port: int | None
+    controller_port: int | None
+
+
+@dataclass(frozen=True)
+class LocalClusterSpec:
+    """A local cluster: its nodes, where it keeps its files, and extra broker settings."""
+
+    name: str
+    home: Path
+    nodes: tuple[NodeSpec, ...]
+    heap_mb: int = 384
+    broker_config: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def brokers(self) -> list[NodeSpec]:
+        """Nodes that serve clients."""
+        return [n for n in self.nodes if n.is_broker]
+
+    @property
+    def controllers(self) -> list[NodeSpec]:
+        """Nodes in the KRaft quorum."""
+        return [n for n in self.nodes if n.is_controller]
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker address, comma-separated."""
+        return ",".join(f"{HOST}:{n.broker_port}" for n in self.brokers)
+
+    def node_dir(self, node_id: int) -> Path:
+        """Folder of one node: config, data, log, PID file."""
+        return self.home / f"node-{node_id}"
+
+    def node(self, node_id: int) -> NodeSpec:
+        """The node with this id."""
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+
+def ports_of(spec: LocalClusterSpec) -> list[int]:
+    """Every port the cluster binds."""
+    return [p for n in spec.nodes for p in (n.broker_port, n.controller_port) if p is not None]
+
+
+def server_properties(spec: LocalClusterSpec, node: NodeSpec) -> dict[str, str]:
+    """The ``server.properties`` of one node."""
+    voters = ",".join(f"{c.node_id}@{HOST}:{c.controller_port}" for c in spec.controllers)
+    brokers = len(spec.brokers)
+    roles = [r for r, on in (("broker", node.is_broker), ("controller", node.is_controller)) if on]
+    listeners = []
+    if node.is_broker:
+        listeners.append(f"PLAINTEXT://{HOST}:{node.broker_port}")
+    if node.is_controller:
+        listeners.append(f"CONTROLLER://{HOST}:{node.controller_port}")
+    props = {
+        "process.roles": ",".join(roles),
+        "node.id": str(node.node_id),
+        "controller.quorum.voters": voters,
+        "controller.listener.names": "CONTROLLER",
+        "listeners": ",".join(listeners),
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": str(spec.node_dir(node.node_id) / "data"),
+        "num.partitions": "1",
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": str(min(3, brokers)),
+        "offsets.topic.num.partitions": "10",
+        "transaction.state.log.replication.factor": str(min(3, brokers)),
+        "transaction.state.log.min.isr": str(min(2, brokers)),
+        "transaction.state.log.num.partitions": "10",
+        "group.initial.rebalance.delay.ms": "0",
+        "share.coordinator.state.topic.replication.factor": str(min(3, brokers)),
+        "log.segment.bytes": str(64 * 1024 * 1024),
+        "message.max.bytes": str(8 * 1024 * 1024),
+        "replica.fetch.max.bytes": str(8 * 1024 * 1024),
+    }
+    if node.is_broker:
+        props["advertised.listeners"] = f"PLAINTEXT://{HOST}:{node.broker_port}"
+        props["inter.broker.listener.name"] = "PLAINTEXT"
+        props["replica.selector.class"] = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+        if node.rack:
+            props["broker.rack"] = node.rack
+    props.update(spec.broker_config)
+    return props
+
+
+def start_cluster(spec: LocalClusterSpec, timeout_s: float = 90.0) -> dict[int, str | None]:
+    """Start every node that is not running, wait until all brokers are in the metadata.
+
+    Returns broker id -> rack as the cluster's own metadata reports it.
+
+    Raises :class:`EnvironmentError_` naming the port when one is taken by another process;
+    in that case nothing is started.
+    """
+    to_start = [n for n in spec.nodes if running_pid(_pid_file(spec, n)) is None]
+    for node in to_start:
+        for port in (node.broker_port, node.controller_port):
+            if port is not None and not port_is_free(port):
+                raise EnvironmentError_(
+                    f"cluster {spec.name}: port {port} (node {node.node_id}) is already in use by another process"
+                )
+    classpath = jars.kafka_classpath()
+    cluster_id = _cluster_id(spec)
+    for node in to_start:
+        _prepare_node(spec, node, classpath, cluster_id)
+    for node in to_start:
+        _launch_node(spec, node, classpath)
+    try:
+        return wait_until_ready(spec, timeout_s)
+    except ClusterUnreachableError:
+        if to_start:
+            stop_cluster(spec)
+        raise
+
+
+def start_node(spec: LocalClusterSpec, node_id: int) -> None:
+    """(Re)start one node that was stopped or killed."""
+    node = spec.node(node_id)
+    if running_pid(_pid_file(spec, node)) is None:
+        classpath = jars.kafka_classpath()
+        _prepare_node(spec, node, classpath, _cluster_id(spec))
+        _launch_node(spec, node, classpath)
+
+
+def stop_cluster(spec: LocalClusterSpec) -> int:
+    """Stop every node (brokers first, then controllers); return how many were running."""
+    stopped = 0
+    for node in sorted(spec.nodes, key=lambda n: (n.is_controller, n.node_id)):
+        stopped += stop_process(_pid_file(spec, node))
+    return stopped
+
+
+def stop_node(spec: LocalClusterSpec, node_id: int) -> bool:
+    """Stop one node cleanly."""
+    return stop_process(_pid_file(spec, spec.node(node_id)))
+
+
+def kill_node(spec: LocalClusterSpec, node_id: int, sig: signal.Signals = signal.SIGKILL) -> bool:
+    """Send ``sig`` to one node (SIGKILL: a crash; SIGSTOP/SIGCONT: a pause)."""
+    return signal_process(_pid_file(spec, spec.node(node_id)), sig)
+
+
+def running_nodes(spec: LocalClusterSpec) -> dict[int, int]:
+    """node id -> PID of the nodes running now."""
+    pids = {n.node_id: running_pid(_pid_file(spec, n)) for n in spec.nodes}
+    return {node_id: pid for node_id, pid in pids.items() if pid is not None}
+
+
+def port_is_free(port: int) -> bool:
+    """True if nothing listens on ``port`` on the loopback address."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def wait_until_ready(spec: LocalClusterSpec, timeout_s: float) -> dict[int, str | None]:
+    """Wait until the metadata of the cluster lists every broker; return broker id -> rack."""
+    from confluent_kafka.admin import AdminClient  # local import: keeps `geokafka --help` fast
+
+    expected = {n.node_id for n in spec.brokers}
+    deadline = time.monotonic() + timeout_s
+    admin = AdminClient({"bootstrap.servers": spec.bootstrap, "log_level": 0, "logger": _quiet()})
+    seen: set[int] = set()
+    while time.monotonic() < deadline:
+        dead = [n.node_id for n in spec.nodes if running_pid(_pid_file(spec, n)) is None]
+        if dead:
+            log = spec.node_dir(dead[0]) / "logs" / "server.log"
+            raise ClusterUnreachableError(f"cluster {spec.name}: node {dead[0]} exited during start-up (see {log})")
+        try:
+            described = admin.describe_cluster(request_timeout=3).result(timeout=4)
+            seen = {node.id for node in described.nodes}
+            if seen >= expected:
+                return {node.id: node.rack for node in described.nodes}
+        except Exception:  # noqa: BLE001 - not up yet; retried until the deadline
+            pass
+        time.sleep(0.5)
+    raise ClusterUnreachableError(
+        f"cluster {spec.name}: brokers {sorted(expected - seen)} not in the metadata after {timeout_s:.0f}s"
+    )
+
+
+def _pid_file(spec: LocalClusterSpec, node: NodeSpec) -> Path:
+    return spec.node_dir(node.node_id) / "kafka.pid"
+
+
+def _cluster_id(spec: LocalClusterSpec) -> str:
+    path = spec.home / "cluster.id"
+    if path.exists():
+        return path.read_text().strip()
+    spec.home.mkdir(parents=True, exist_ok=True)
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not candidate.startswith("-"):
+            break
+    path.write_text(candidate + "\n")
+    return candidate
+
+
+def _prepare_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str, cluster_id: str) -> None:
+    node_dir = spec.node_dir(node.node_id)
+    (node_dir / "logs").mkdir(parents=True, exist_ok=True)
+    config = node_dir / "server.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in server_properties(spec, node).items()))
+    if (node_dir / "data" / "meta.properties").exists():
+        return
+    result = subprocess.run(
+        ["java", "-cp", classpath, *_jvm_logging(node_dir), "kafka.tools.StorageTool", "format",
+         "-t", cluster_id, "-c", str(config), "--ignore-formatted"],
+        capture_output=True, text=True, check=False,
+    )
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["?"]
+        raise EnvironmentError_(f"cluster {spec.name}: formatting node {node.node_id} failed: {tail[0]}")
+
+
+def _launch_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str) -> None:
+    node_dir = spec.node_dir(node.node_id)
+    config = node_dir / "server.properties"
+    cmd = [
+        "java", f"-Xms{spec.heap_mb}m", f"-Xmx{spec.heap_mb}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", *_jvm_logging(node_dir),
+        "-cp", classpath, "kafka.Kafka", str(config),
+    ]
+    start_process(cmd, _pid_file(spec, node), node_dir / "logs" / "stdout.log", str(config), node_dir)
+
+
+def _jvm_logging(node_dir: Path) -> list[str]:
+    return [f"-Dlog4j2.configurationFile={_LOG4J}", f"-Dkafka.logs.dir={node_dir / 'logs'}"]
+
+
+def _quiet():  # type: ignore[no-untyped-def]
+    import logging
+
+    logger = logging.getLogger("geokafka.librdkafka.startup")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger

@@ -1,0 +1,83 @@
+"""Processes geokafka starts, tracked by PID files and never found by name.
+
+A PID file holds the PID and a marker string that must appear in the process's command line,
+so a PID reused by an unrelated process is never signalled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+
+def start_process(cmd: list[str], pid_file: Path, log_file: Path, marker: str, cwd: Path) -> int:
+    """Start ``cmd`` detached from this session, logging to ``log_file``; record it in ``pid_file``."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(  # noqa: S603 - the command is built by geokafka, not a shell
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True
+        )
+    pid_file.write_text(f"{proc.pid}\n{marker}\n", encoding="utf-8")
+    return proc.pid
+
+
+def running_pid(pid_file: Path) -> int | None:
+    """The PID recorded in ``pid_file`` if that process still runs and is ours, else None."""
+    try:
+        pid_text, marker = pid_file.read_text(encoding="utf-8").splitlines()[:2]
+        pid = int(pid_text)
+    except (FileNotFoundError, ValueError):
+        return None
+    try:
+        os.waitpid(pid, os.WNOHANG)  # reap it if it is our own exited child
+    except ChildProcessError:
+        pass
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+    if marker not in cmdline or state == "Z":
+        return None
+    return pid
+
+
+def stop_process(pid_file: Path, timeout_s: float = 20.0) -> bool:
+    """SIGTERM the recorded process, SIGKILL it after ``timeout_s``; True if one was running."""
+    pid = running_pid(pid_file)
+    if pid is None:
+        pid_file.unlink(missing_ok=True)
+        return False
+    _signal(pid, signal.SIGCONT)  # a paused process cannot handle SIGTERM
+    _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and running_pid(pid_file) is not None:
+        time.sleep(0.1)
+    if running_pid(pid_file) is not None:
+        _signal(pid, signal.SIGKILL)
+        while running_pid(pid_file) is not None:
+            time.sleep(0.05)
+    pid_file.unlink(missing_ok=True)
+    return True
+
+
+def signal_process(pid_file: Path, sig: signal.Signals) -> bool:
+    """Send ``sig`` to the recorded process; True if it was running."""
+    pid = running_pid(pid_file)
+    if pid is None:
+        return False
+    _signal(pid, sig)
+    if sig == signal.SIGKILL:
+        while running_pid(pid_file) is not None:
+            time.sleep(0.02)
+    return True
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,236 @@
+"""The typed schema of the topology file (``geokafka.yaml``).
+
+Every key is declared here once, with its default and a one-line doc; unknown keys are
+rejected. Secrets are never values in the file: only references to env vars or files.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"
+Name = Annotated[str, Field(pattern=_NAME)]
+Port = Annotated[int, Field(ge=1024, le=65535)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_regexes(patterns: list[str]) -> list[str]:
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"regex {pattern!r} does not compile: {exc}") from exc
+    return patterns
+
+
+class SecretRef(_Model):
+    """Where a secret lives: exactly one of an environment variable or a file."""
+
+    env: str | None = Field(None, description="name of the environment variable holding it")
+    file: Path | None = Field(None, description="path of a file holding it (trailing newline stripped)")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SecretRef:
+        if (self.env is None) == (self.file is None):
+            raise ValueError("give exactly one of 'env' or 'file'")
+        return self
+
+
+class Security(_Model):
+    """How clients authenticate to a cluster (TLS and/or SASL)."""
+
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    username: str | None = None
+    password: SecretRef | None = Field(None, description="SASL password, by reference only")
+    ca_file: Path | None = Field(None, description="PEM CA bundle that signed the brokers' certificates")
+    cert_file: Path | None = Field(None, description="client certificate (PEM), for mutual TLS")
+    key_file: Path | None = Field(None, description="client private key (PEM), for mutual TLS")
+    key_password: SecretRef | None = None
+
+    @field_validator("password", "key_password", mode="before")
+    @classmethod
+    def _no_inline_secret(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError("secrets are not allowed inline: use {env: VAR} or {file: PATH}")
+        return value
+
+    @model_validator(mode="after")
+    def _sasl_complete(self) -> Security:
+        if self.protocol.startswith("SASL"):
+            if self.sasl_mechanism is None or self.username is None or self.password is None:
+                raise ValueError(f"protocol {self.protocol} needs sasl_mechanism, username and password")
+        return self
+
+
+class LocalCluster(_Model):
+    """A cluster that ``geokafka up`` starts on this machine (real KRaft brokers)."""
+
+    brokers: int = Field(1, ge=1, le=9, description="number of broker processes")
+    racks: list[str] | None = Field(None, description="broker.rack of each broker, in order")
+    controllers: int | None = Field(
+        None, ge=1, le=5, description="KRaft controller count (default: min(brokers, 3) combined, 1 separate)"
+    )
+    mode: Literal["combined", "separate"] = Field(
+        "combined", description="controllers inside broker processes, or as processes of their own"
+    )
+    port: Port | None = Field(None, description="port of broker 0 (default: the bootstrap port); broker i uses port+i")
+    controller_port: Port | None = Field(None, description="port of controller 0 (default: port+100)")
+    heap_mb: int = Field(384, ge=128, le=8192, description="JVM heap of each process")
+    broker_config: dict[str, str] = Field(default_factory=dict, description="extra server.properties entries")
+
+    @model_validator(mode="after")
+    def _racks_match(self) -> LocalCluster:
+        if self.racks is not None and len(self.racks) != self.brokers:
+            raise ValueError(f"racks lists {len(self.racks)} entries but brokers is {self.brokers}")
+        if self.mode == "combined" and self.controllers is not None and self.controllers > self.brokers:
+            raise ValueError("combined mode cannot have more controllers than brokers")
+        return self
+
+    @property
+    def controller_count(self) -> int:
+        """Controllers actually started."""
+        if self.controllers is not None:
+            return self.controllers
+        return min(self.brokers, 3) if self.mode == "combined" else 1
+
+
+class Cluster(_Model):
+    """One Kafka cluster: how to reach it, and optionally how to start it locally."""
+
+    bootstrap: str = Field(description="host:port[,host:port...] of the brokers")
+    local: LocalCluster | None = Field(None, description="start this cluster on this machine with `geokafka up`")
+    security: Security = Field(default_factory=Security)
+    client_config: dict[str, str] = Field(default_factory=dict, description="extra librdkafka settings")
+
+    @field_validator("bootstrap")
+    @classmethod
+    def _bootstrap_shape(cls, value: str) -> str:
+        for part in value.split(","):
+            host, sep, port = part.strip().rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{part.strip()!r} is not host:port")
+        return value
+
+    @property
+    def bootstrap_port(self) -> int:
+        """Port of the first bootstrap address."""
+        return int(self.bootstrap.split(",")[0].rpartition(":")[2])
+
+    @property
+    def bootstrap_host(self) -> str:
+        """Host of the first bootstrap address."""
+        return self.bootstrap.split(",")[0].strip().rpartition(":")[0]
+
+
+SyncKind = Literal["configs", "partitions", "acls", "group-offsets"]
+
+
+class Transform(_Model):
+    """Optional compliance transforms, as Spark SQL expressions over the record columns."""
+
+    filter: str | None = Field(None, description="keep only records for which this is true")
+    key: str | None = Field(None, description="expression replacing the key (binary or string)")
+    value: str | None = Field(None, description="expression replacing the value (binary or string)")
+
+
+class Flow(_Model):
+    """Asynchronous replication of topics from one cluster to another."""
+
+    source: Name
+    target: Name
+    topics: list[str] = Field(default_factory=lambda: [".*"], description="regexes of topics to replicate")
+    exclude: list[str] = Field(default_factory=list, description="regexes of topics never to replicate")
+    rename: Literal["prefix", "identity"] = Field("prefix", description="'<source>.<topic>' or the same name")
+    separator: str = Field(".", min_length=1, max_length=3, description="separator of prefix naming")
+    groups: list[str] = Field(default_factory=list, description="regexes of consumer groups whose offsets follow")
+    exclude_groups: list[str] = Field(default_factory=list)
+    sync: list[SyncKind] = Field(default_factory=lambda: ["configs", "partitions"])
+    sync_interval_s: float = Field(10.0, gt=0, le=3600, description="period of config/partition/offset sync")
+    start: Literal["earliest", "latest"] = Field("earliest", description="where a never-replicated partition starts")
+    skip_gaps: bool = Field(False, description="log and count truncated ranges instead of stopping")
+    transform: Transform | None = None
+
+    _regexes = field_validator("topics", "exclude", "groups", "exclude_groups")(_check_regexes)
+
+    @model_validator(mode="after")
+    def _not_self(self) -> Flow:
+        if self.source == self.target:
+            raise ValueError(f"source and target are both {self.source!r}")
+        return self
+
+
+class Pipeline(_Model):
+    """The Spark side: where queries run and how they batch."""
+
+    master: str = Field("local[*]", description="Spark master: local[*], spark://..., k8s://..., yarn")
+    state_dir: Path = Field(Path(".geokafka/state"), description="local clusters' data, logs and run state")
+    trigger_ms: int = Field(200, ge=0, le=600_000, description="micro-batch interval (0 = as fast as possible)")
+    max_records_per_batch: int = Field(500_000, ge=1, description="maxOffsetsPerTrigger per query")
+    topic_refresh_s: float = Field(30.0, gt=0, le=3600, description="how often topic selection is re-evaluated")
+    spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark configuration")
+
+
+class StretchDC(_Model):
+    """One data center of a stretched cluster."""
+
+    brokers: int = Field(0, ge=0, le=32)
+    controllers: int = Field(0, ge=0, le=9)
+    observers: int = Field(0, ge=0, le=32, description="brokers holding asynchronous observer replicas")
+
+
+class StretchTopic(_Model):
+    """Replication settings of one topic of a stretched cluster."""
+
+    partitions: int = Field(6, ge=1, le=10_000)
+    replication_factor: int = Field(3, ge=1, le=32)
+    min_insync_replicas: int = Field(2, ge=1, le=32)
+    acks: Literal["all", "1", "0"] = "all"
+    unclean_leader_election: bool = False
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) else value
+
+
+class Stretch(_Model):
+    """One cluster stretched over several DCs (synchronous replication)."""
+
+    dcs: dict[Name, StretchDC]
+    topics: dict[str, StretchTopic] = Field(default_factory=lambda: {"default": StretchTopic()})
+    base_port: Port = Field(39092, description="first loopback port of the drill's local cluster")
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _single_topic_shorthand(cls, value: Any) -> Any:
+        # `topics: {replication_factor: 3, ...}` describes one default topic.
+        if isinstance(value, dict) and value and set(value) <= set(StretchTopic.model_fields):
+            return {"default": value}
+        return value
+
+    @model_validator(mode="after")
+    def _has_brokers(self) -> Stretch:
+        if not self.dcs:
+            raise ValueError("needs at least one DC")
+        if sum(dc.brokers for dc in self.dcs.values()) == 0:
+            raise ValueError("no DC has brokers")
+        if sum(dc.controllers for dc in self.dcs.values()) == 0:
+            raise ValueError("no DC has KRaft controllers")
+        return self
+
+
+class Topology(_Model):
+    """The whole topology file."""
+
+    clusters: dict[Name, Cluster]
+    flows: dict[Name, Flow] = Field(default_factory=dict)
+    pipeline: Pipeline = Field(default_factory=Pipeline)
+    stretch: Stretch | None = None
