@@ -13,7 +13,8 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     ├── RecordTooLargeError (8)    a record does not fit the target topic
     ├── AuthError (9)              credentials or TLS were refused
     ├── FlowStateError (10)        the flow is in the wrong state for the command
-    └── DrillFailedError (11)      a drill saw reality disagree with the plan
+    ├── DrillFailedError (11)      a drill saw reality disagree with the plan
+    └── PartitionMismatchError (12) a target topic has fewer partitions than its source
 """
 
 from __future__ import annotations
@@ -83,3 +84,9 @@ class DrillFailedError(GeokafkaError):
     """A drill measured something the plan said could not happen."""
 
     exit_code = 11
+
+
+class PartitionMismatchError(GeokafkaError):
+    """A target topic has fewer partitions than its source and may not be grown."""
+
+    exit_code = 12

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.infra.clusters import local_cluster_specs
-from geokafka.infra.local_cluster import start_cluster, stop_cluster
+from geokafka.infra.local_cluster import start_clusters, stop_cluster
 
 
 @click.command()
@@ -17,11 +17,12 @@ from geokafka.infra.local_cluster import start_cluster, stop_cluster
 def up(ctx: CliContext, clusters: tuple[str, ...], timeout: float) -> None:
     """Start the topology's local clusters (all, or those named) and wait until they serve."""
     specs = local_cluster_specs(ctx.topology, list(clusters))
-    rows = []
     for spec in specs:
         ctx.info(f"starting {spec.name} ({len(spec.brokers)} brokers, {len(spec.controllers)} controllers)...")
-        racks_by_id = start_cluster(spec, timeout_s=timeout)
-        racks = [racks_by_id.get(b.node_id) or "-" for b in spec.brokers]
+    racks_by_cluster = start_clusters(specs, timeout_s=timeout)
+    rows = []
+    for spec in specs:
+        racks = [racks_by_cluster[spec.name].get(b.node_id) or "-" for b in spec.brokers]
         rows.append({"cluster": spec.name, "brokers": len(spec.brokers), "racks": racks, "bootstrap": spec.bootstrap})
     table = Table("cluster", "brokers", "racks", "bootstrap", title="local clusters up")
     for row in rows:

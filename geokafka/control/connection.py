@@ -23,9 +23,13 @@ class ClusterConnection:
     bootstrap: str
     security: dict[str, str]
 
-    def librdkafka(self, **extra: str | int | bool) -> dict[str, object]:
-        """Settings for confluent-kafka clients (``extra`` wins)."""
-        return {"bootstrap.servers": self.bootstrap, **self.security, **extra}
+    def librdkafka(self, **extra: object) -> dict[str, object]:
+        """Settings for confluent-kafka clients (``extra`` wins); plain values, safe to pickle.
+
+        librdkafka's own log lines go to the ``geokafka.kafka`` logger in this process
+        (``logger`` cannot cross to Spark executors, so writers there log errors only).
+        """
+        return {"bootstrap.servers": self.bootstrap, "log_level": 3, **self.security, **extra}
 
     def spark_options(self) -> dict[str, str]:
         """``kafka.*`` options for Spark's Kafka source (Java client names)."""

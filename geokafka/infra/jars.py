@@ -92,3 +92,13 @@ def _check_pinned(jars: JarSet) -> None:
     found = re.search(r"<(?:kafka|spark)\.version>([^<]+)<", text)
     if found is None or found.group(1) != jars.version:
         raise EnvironmentError_(f"{jars.pom.name} pins {found and found.group(1)}, geokafka expects {jars.version}")
+
+
+def main() -> None:
+    """``python -m geokafka.infra.jars``: fetch every jar set (used by ./run)."""
+    for jar_set in (KAFKA, SPARK_KAFKA):
+        print(f"{jar_set.name} {jar_set.version}: {jar_dir(jar_set)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -120,30 +120,41 @@ def server_properties(spec: LocalClusterSpec, node: NodeSpec) -> dict[str, str]:
 def start_cluster(spec: LocalClusterSpec, timeout_s: float = 90.0) -> dict[int, str | None]:
     """Start every node that is not running, wait until all brokers are in the metadata.
 
-    Returns broker id -> rack as the cluster's own metadata reports it.
-
-    Raises :class:`EnvironmentError_` naming the port when one is taken by another process;
-    in that case nothing is started.
+    Returns broker id -> rack as the cluster's own metadata reports it. Raises
+    :class:`EnvironmentError_` naming the port when one is taken by another process; in that
+    case nothing is started.
     """
-    to_start = [n for n in spec.nodes if running_pid(_pid_file(spec, n)) is None]
-    for node in to_start:
-        for port in (node.broker_port, node.controller_port):
-            if port is not None and not port_is_free(port):
-                raise EnvironmentError_(
-                    f"cluster {spec.name}: port {port} (node {node.node_id}) is already in use by another process"
-                )
+    return start_clusters([spec], timeout_s)[spec.name]
+
+
+def start_clusters(specs: list[LocalClusterSpec], timeout_s: float = 90.0) -> dict[str, dict[int, str | None]]:
+    """Start several clusters at once (JVMs boot in parallel); cluster -> broker id -> rack."""
+    plans = [(spec, [n for n in spec.nodes if running_pid(_pid_file(spec, n)) is None]) for spec in specs]
+    for spec, to_start in plans:
+        for node in to_start:
+            for port in (node.broker_port, node.controller_port):
+                if port is not None and not port_is_free(port):
+                    raise EnvironmentError_(
+                        f"cluster {spec.name}: port {port} (node {node.node_id}) is already in use by another process"
+                    )
     classpath = jars.kafka_classpath()
-    cluster_id = _cluster_id(spec)
-    for node in to_start:
-        _prepare_node(spec, node, classpath, cluster_id)
-    for node in to_start:
-        _launch_node(spec, node, classpath)
+    for spec, to_start in plans:
+        cluster_id = _cluster_id(spec)
+        for node in to_start:
+            _prepare_node(spec, node, classpath, cluster_id)
+    for spec, to_start in plans:
+        for node in to_start:
+            _launch_node(spec, node, classpath)
+    racks: dict[str, dict[int, str | None]] = {}
     try:
-        return wait_until_ready(spec, timeout_s)
+        for spec, _ in plans:
+            racks[spec.name] = wait_until_ready(spec, timeout_s)
     except ClusterUnreachableError:
-        if to_start:
-            stop_cluster(spec)
+        for spec, to_start in plans:
+            if to_start:
+                stop_cluster(spec)
         raise
+    return racks
 
 
 def start_node(spec: LocalClusterSpec, node_id: int) -> None:

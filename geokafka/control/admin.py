@@ -1,0 +1,184 @@
+"""Admin operations on one cluster, with errors that say what was being attempted.
+
+A thin layer over confluent-kafka's AdminClient: results per resource, Kafka errors mapped to
+geokafka's exception tree (unreachable, auth, missing topic, ...).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+
+from geokafka.control.connection import ClusterConnection
+from geokafka.errors import AuthError, ClusterUnreachableError, KafkaOperationError, MissingTopicError
+
+_SILENT = logging.getLogger("geokafka.librdkafka")
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
+
+_UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT, KafkaError._RESOLVE}
+_AUTH = {
+    KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED, KafkaError._SSL,
+    KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
+    KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+}
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """Partition count and non-default configs of a topic."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+    topic_id: str | None = None
+
+
+def raise_mapped(conn: ClusterConnection, what: str, exc: BaseException) -> None:
+    """Re-raise a Kafka exception as the geokafka error that fits it."""
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    code = err.code() if isinstance(err, KafkaError) else None
+    text = err.str() if isinstance(err, KafkaError) else str(exc)
+    if code in _UNREACHABLE:
+        raise ClusterUnreachableError(f"cluster {conn.name} ({conn.bootstrap}) is not reachable: {what}: {text}") from None
+    if code in _AUTH:
+        raise AuthError(f"cluster {conn.name}: {what}: {text}") from None
+    if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        raise MissingTopicError(f"cluster {conn.name}: {what}: topic does not exist") from None
+    raise KafkaOperationError(f"cluster {conn.name}: {what}: {text}") from None
+
+
+class ClusterAdmin:
+    """Admin calls against one cluster."""
+
+    def __init__(self, conn: ClusterConnection, timeout_s: float = 15.0) -> None:
+        self.conn = conn
+        self.timeout_s = timeout_s
+        self._admin = AdminClient(conn.librdkafka(logger=_SILENT))
+
+    def check_reachable(self) -> None:
+        """Raise ClusterUnreachableError/AuthError unless the cluster answers a metadata request."""
+        try:
+            self._admin.list_topics(timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise_mapped(self.conn, "listing topics", exc)
+
+    def topic_partitions(self) -> dict[str, int]:
+        """Every topic and its partition count."""
+        try:
+            md = self._admin.list_topics(timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise_mapped(self.conn, "listing topics", exc)
+        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+    def broker_count(self) -> int:
+        """Brokers in the cluster metadata."""
+        try:
+            return len(self._admin.list_topics(timeout=self.timeout_s).brokers)
+        except KafkaException as exc:
+            raise_mapped(self.conn, "reading cluster metadata", exc)
+        return 0
+
+    def describe_topic(self, topic: str) -> TopicInfo:
+        """Partitions, replication factor and dynamic (non-default) configs of ``topic``."""
+        try:
+            md = self._admin.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
+        except KafkaException as exc:
+            raise_mapped(self.conn, f"describing topic {topic}", exc)
+        if md is None or md.error is not None or not md.partitions:
+            raise MissingTopicError(f"cluster {self.conn.name}: topic {topic} does not exist")
+        configs = self.topic_configs(topic)
+        rf = max(len(p.replicas) for p in md.partitions.values())
+        return TopicInfo(topic, len(md.partitions), rf, configs)
+
+    def topic_configs(self, topic: str) -> dict[str, str]:
+        """Configs set on the topic itself (not broker defaults)."""
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        try:
+            entries = self._admin.describe_configs([resource])[resource].result(timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise_mapped(self.conn, f"describing configs of {topic}", exc)
+        return {
+            name: entry.value for name, entry in entries.items()
+            if entry.source == 1 and entry.value is not None  # DYNAMIC_TOPIC_CONFIG
+        }
+
+    def create_topic(self, topic: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> bool:
+        """Create ``topic``; False if it already existed. Waits until every partition has a leader."""
+        new = NewTopic(topic, partitions, replication_factor, config=configs)
+        try:
+            self._admin.create_topics([new], operation_timeout=self.timeout_s)[topic].result(timeout=self.timeout_s)
+            created = True
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise_mapped(self.conn, f"creating topic {topic}", exc)
+            created = False
+        self.wait_for_leaders(topic, partitions)
+        return created
+
+    def add_partitions(self, topic: str, total: int) -> None:
+        """Grow ``topic`` to ``total`` partitions."""
+        try:
+            self._admin.create_partitions([NewPartitions(topic, total)])[topic].result(timeout=self.timeout_s)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.INVALID_PARTITIONS:
+                raise_mapped(self.conn, f"adding partitions to {topic}", exc)
+        self.wait_for_leaders(topic, total)
+
+    def set_topic_configs(self, topic: str, changes: dict[str, str | None]) -> None:
+        """Set (value) or delete (None) topic configs incrementally."""
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+        entries = [
+            ConfigEntry(name, value or "", incremental_operation=(
+                AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE))
+            for name, value in changes.items()
+        ]
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
+        try:
+            self._admin.incremental_alter_configs([resource])[resource].result(timeout=self.timeout_s)
+        except KafkaException as exc:
+            raise_mapped(self.conn, f"altering configs of {topic}", exc)
+
+    def wait_for_leaders(self, topic: str, partitions: int) -> None:
+        """Wait until ``topic`` has ``partitions`` partitions, each with a leader."""
+        deadline = time.monotonic() + self.timeout_s * 2
+        while time.monotonic() < deadline:
+            md = self._admin.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
+            if md is not None and md.error is None and len(md.partitions) >= partitions:
+                if all(p.leader >= 0 for p in md.partitions.values()):
+                    return
+            time.sleep(0.1)
+        raise KafkaOperationError(f"cluster {self.conn.name}: topic {topic} has no leader for every partition")
+
+    def watermarks(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
+        """partition -> (log start offset, log end offset)."""
+        consumer = self.consumer()
+        try:
+            return {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
+                for p in range(partitions)
+            }
+        except KafkaException as exc:
+            raise_mapped(self.conn, f"reading offsets of {topic}", exc)
+            return {}
+        finally:
+            consumer.close()
+
+    def consumer(self, **extra: Any) -> Consumer:
+        """A consumer of this cluster for point reads (no group commits)."""
+        return Consumer(self.conn.librdkafka(**{
+            "group.id": "geokafka-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
+            "logger": _SILENT, **extra,
+        }))
+
+    @property
+    def raw(self) -> AdminClient:
+        """The underlying AdminClient (for the offsets and ACL modules)."""
+        return self._admin

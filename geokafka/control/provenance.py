@@ -1,0 +1,66 @@
+"""Provenance headers: where a replicated record came from.
+
+Each replicated record carries two headers, written by the pipeline and read by offset
+translation and cycle prevention:
+
+* ``gk.origin`` -- the cluster the record was first produced in. Set on the first hop and
+  kept on later hops, so a record never returns to the cluster it started in
+  (active/active without loops, even with identity naming).
+* ``gk.src`` -- ``<cluster>/<topic>/<partition>/<offset>`` of the record on the cluster it
+  was copied from on this hop; replaced at every hop. This is what makes offset translation
+  exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ORIGIN_HEADER = "gk.origin"
+SOURCE_HEADER = "gk.src"
+PROVENANCE_HEADERS = frozenset({ORIGIN_HEADER, SOURCE_HEADER})
+
+
+@dataclass(frozen=True, order=True)
+class SourcePosition:
+    """The coordinates of a record on the cluster it was copied from."""
+
+    cluster: str
+    topic: str
+    partition: int
+    offset: int
+
+    def encode(self) -> bytes:
+        """Header value."""
+        return f"{self.cluster}/{self.topic}/{self.partition}/{self.offset}".encode()
+
+    @classmethod
+    def decode(cls, raw: bytes | str) -> SourcePosition:
+        """Parse a header value; raises ValueError on a malformed one."""
+        text = raw.decode() if isinstance(raw, bytes) else raw
+        cluster, topic, partition, offset = text.split("/")
+        return cls(cluster, topic, int(partition), int(offset))
+
+
+def header_value(headers: list[tuple[str, bytes | None]] | None, name: str) -> bytes | None:
+    """The last value of header ``name`` (None if absent)."""
+    value = None
+    for key, raw in headers or ():
+        if key == name:
+            value = raw
+    return value
+
+
+def source_position(headers: list[tuple[str, bytes | None]] | None) -> SourcePosition | None:
+    """The ``gk.src`` of a record, if it has a valid one."""
+    raw = header_value(headers, SOURCE_HEADER)
+    if raw is None:
+        return None
+    try:
+        return SourcePosition.decode(raw)
+    except ValueError:
+        return None
+
+
+def user_headers(headers: list[tuple[str, bytes | None]] | None) -> list[tuple[str, bytes | None]]:
+    """Headers without geokafka's provenance."""
+    return [(k, v) for k, v in headers or () if k not in PROVENANCE_HEADERS]

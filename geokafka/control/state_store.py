@@ -1,0 +1,131 @@
+"""geokafka's durable state, kept in a compacted topic on each target cluster.
+
+``__geokafka_state`` (one partition, compacted) holds, by key:
+
+* ``progress/<flow>/<topic>/<partition>`` -> ``{"next": N, ...}``: the next source offset to
+  replicate. The pipeline writes it *in the same Kafka transaction* as the records it covers,
+  so after any crash the committed progress and the committed data agree exactly.
+* ``flow/<flow>`` -> ``{"state": "running"|"stopped"|"failed-over"|"error", ...}``.
+* ``report/<flow>`` -> the last failover report.
+
+It lives on the target because the target is what survives a source-site disaster.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+
+from geokafka.control.admin import ClusterAdmin, raise_mapped
+from geokafka.control.connection import ClusterConnection
+from geokafka.errors import KafkaOperationError
+
+STATE_TOPIC = "__geokafka_state"
+_STATE_CONFIGS = {
+    "cleanup.policy": "compact",
+    "min.cleanable.dirty.ratio": "0.1",
+    "segment.ms": "600000",
+    "message.timestamp.type": "CreateTime",
+}
+
+
+def progress_key(flow: str, topic: str, partition: int) -> str:
+    """Key of the progress of one source partition of a flow."""
+    return f"progress/{flow}/{topic}/{partition}"
+
+
+@dataclass
+class StateSnapshot:
+    """The latest value of every key, and the offset each was read at."""
+
+    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    offsets: dict[str, int] = field(default_factory=dict)
+    end_offset: int = 0
+
+    def progress(self, flow: str) -> dict[tuple[str, int], int]:
+        """(source topic, partition) -> next source offset, for one flow."""
+        prefix = f"progress/{flow}/"
+        out: dict[tuple[str, int], int] = {}
+        for key, value in self.values.items():
+            if key.startswith(prefix):
+                topic, _, partition = key[len(prefix):].rpartition("/")
+                out[(topic, int(partition))] = int(value["next"])
+        return out
+
+
+def ensure_state_topic(admin: ClusterAdmin) -> None:
+    """Create the state topic on a target cluster if it is missing."""
+    rf = min(3, max(1, admin.broker_count()))
+    configs = dict(_STATE_CONFIGS)
+    if rf > 1:
+        configs["min.insync.replicas"] = "2"
+    admin.create_topic(STATE_TOPIC, 1, rf, configs)
+
+
+def read_state(conn: ClusterConnection, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
+    """Read the committed state from ``from_offset`` to the current end."""
+    admin = ClusterAdmin(conn, timeout_s)
+    consumer = admin.consumer()
+    snapshot = StateSnapshot()
+    tp = TopicPartition(STATE_TOPIC, 0)
+    try:
+        _, end = consumer.get_watermark_offsets(tp, timeout=timeout_s)
+        snapshot.end_offset = end
+        if end <= from_offset:
+            return snapshot
+        consumer.assign([TopicPartition(STATE_TOPIC, 0, from_offset)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            msgs = consumer.consume(1000, timeout=0.5)
+            for msg in msgs:
+                if msg.error():
+                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(msg.error())
+                key = msg.key().decode() if msg.key() else ""
+                if msg.value() is None:
+                    snapshot.values.pop(key, None)
+                else:
+                    snapshot.values[key] = json.loads(msg.value())
+                snapshot.offsets[key] = msg.offset()
+            position = consumer.position([tp])[0].offset
+            if position >= end:
+                return snapshot
+        # A partial read would resume from stale positions: better to stop than to duplicate.
+        raise KafkaOperationError(
+            f"cluster {conn.name}: {STATE_TOPIC} could not be read to its end ({end}) within {timeout_s:.0f}s; "
+            "an open transaction of a dead writer may hold it (it expires after transaction.timeout.ms)"
+        )
+    except KafkaException as exc:
+        if exc.args and exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return snapshot
+        raise_mapped(conn, f"reading {STATE_TOPIC}", exc)
+        return snapshot
+    finally:
+        consumer.close()
+
+
+def write_state(conn: ClusterConnection, entries: dict[str, dict[str, Any] | None], timeout_s: float = 15.0) -> None:
+    """Write state entries (None deletes a key) and wait for the acks."""
+    producer = Producer(conn.librdkafka(**{"enable.idempotence": True, "acks": "all"}))
+    errors: list[str] = []
+
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
+        if err is not None:
+            errors.append(err.str())
+
+    for key, value in entries.items():
+        payload = None if value is None else json.dumps(value).encode()
+        producer.produce(STATE_TOPIC, key=key.encode(), value=payload, partition=0, on_delivery=on_delivery)
+    remaining = producer.flush(timeout_s)
+    if remaining or errors:
+        raise_mapped(conn, f"writing {STATE_TOPIC}", KafkaException(KafkaError(KafkaError._TIMED_OUT, errors[0] if errors else "timed out")))
+
+
+def set_flow_state(conn: ClusterConnection, flow: str, state: str, **details: Any) -> None:
+    """Record a flow's state (running, stopped, failed-over, error) on its target."""
+    write_state(conn, {f"flow/{flow}": {"state": state, "at_ms": int(time.time() * 1000), **details}})

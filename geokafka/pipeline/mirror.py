@@ -1,0 +1,59 @@
+"""Run a topology's flows in one Spark application until stopped (SIGINT/SIGTERM or a deadline)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+
+from geokafka.errors import GeokafkaError, TopologyError
+from geokafka.pipeline.runner import FlowRunner
+from geokafka.pipeline.spark_session import get_spark
+from geokafka.topology.schema import Topology
+
+TickCallback = Callable[[list[FlowRunner]], None]
+
+
+def mirror(
+    topology: Topology,
+    flow_names: list[str] | None = None,
+    duration_s: float | None = None,
+    on_tick: TickCallback | None = None,
+    stop_event: threading.Event | None = None,
+) -> list[FlowRunner]:
+    """Run flows (all when ``flow_names`` is empty) until stopped; return their final runners.
+
+    Raises the first flow's error when every flow stopped on an error.
+    """
+    names = flow_names or sorted(topology.flows)
+    unknown = [n for n in names if n not in topology.flows]
+    if unknown:
+        raise TopologyError(f"unknown flow {unknown[0]!r} (known: {', '.join(sorted(topology.flows)) or 'none'})")
+    stop = stop_event or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+    pipeline = topology.pipeline
+    spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf)
+    runners = [FlowRunner(spark, topology, name) for name in names]
+    deadline = None if duration_s is None else time.monotonic() + duration_s
+    try:
+        for runner in runners:
+            runner.status = "retrying"  # first start goes through the same retry/fatal handling
+        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+            for runner in runners:
+                runner.tick()
+            if on_tick is not None:
+                on_tick(runners)
+            if all(r.status == "error" for r in runners):
+                break
+            stop.wait(0.5)
+    finally:
+        for runner in runners:
+            runner.stop()
+    if all(r.status == "error" for r in runners):
+        first = runners[0].error
+        if isinstance(first, GeokafkaError):
+            raise first
+    return runners

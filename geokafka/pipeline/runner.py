@@ -1,0 +1,278 @@
+"""The driver side of one flow: prepare, start, watch, refresh and restart its Spark query.
+
+Transient failures (a broker restart, a target down for a minute, a fenced writer) restart
+the query from durable state with backoff; fatal ones (data loss, oversize record, auth,
+partition mismatch) stop the flow with the error recorded in the target's state topic.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from geokafka import errors
+from geokafka.control.admin import ClusterAdmin
+from geokafka.control.connection import connection
+from geokafka.control.naming import policy_for
+from geokafka.control.selection import select_topics
+from geokafka.control.state_store import ensure_state_topic, read_state, set_flow_state
+from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
+from geokafka.pipeline.assignment import Assignment, fence_writers, plan_assignment
+from geokafka.pipeline.query import FlowQuery
+from geokafka.topology.schema import Topology
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+FATAL = (
+    errors.DataLossError, errors.RecordTooLargeError, errors.AuthError, errors.PartitionMismatchError,
+    errors.FlowStateError, errors.TopologyError, errors.MissingTopicError,
+)
+_WORKER_ERROR = re.compile(r"geokafka\.errors\.(\w+): (.+)")
+_SPARK_DATA_LOSS = re.compile(r"(Cannot fetch offset \d+.*?TopicPartition: [^)\s]+|[^\n]*data may have been lost[^\n]*)")
+
+
+def classify_failure(text: str) -> errors.GeokafkaError:
+    """Turn a failed query's exception text into the geokafka error it stands for."""
+    match = _WORKER_ERROR.search(text)
+    if match:
+        cls = getattr(errors, match.group(1), errors.KafkaOperationError)
+        return cls(match.group(2).strip())
+    loss = _SPARK_DATA_LOSS.search(text)
+    if loss:
+        return errors.DataLossError(f"source records are gone before they were replicated: {loss.group(1).strip()}")
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "query failed")
+    return errors.KafkaOperationError(first[:300])
+
+
+@dataclass
+class PartitionProgress:
+    """What the pipeline has done for one source partition in this process."""
+
+    next_offset: int = -1
+    written: int = 0
+    bytes: int = 0
+    last_timestamp: int = -1
+    updated_at: float = 0.0
+
+
+@dataclass
+class FlowRunner:
+    """Runs one flow's query and keeps it healthy."""
+
+    spark: SparkSession
+    topology: Topology
+    name: str
+    status: str = "starting"
+    error: errors.GeokafkaError | None = None
+    progress: dict[tuple[str, int], PartitionProgress] = field(default_factory=dict)
+    gaps_skipped: int = 0
+    restarts: int = 0
+    batches: int = 0
+    _query: FlowQuery | None = None
+    _pairs: list[TopicPair] = field(default_factory=list)
+    _retry_at: float = 0.0
+    _backoff: float = 1.0
+    _next_refresh: float = 0.0
+    _next_sync: float = 0.0
+    _next_heartbeat: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.flow = self.topology.flows[self.name]
+        self.source = connection(self.topology, self.flow.source)
+        self.target = connection(self.topology, self.flow.target)
+        self.source_admin = ClusterAdmin(self.source)
+        self.target_admin = ClusterAdmin(self.target)
+        self.policy = policy_for(self.flow)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Prepare topics and positions and start the query; raises on any problem."""
+        self.source_admin.check_reachable()
+        self.target_admin.check_reachable()
+        ensure_state_topic(self.target_admin)
+        self._pairs = self._target_pairs()
+        state = read_state(self.target)
+        flow_state = state.values.get(f"flow/{self.name}", {}).get("state")
+        if flow_state == "failed-over":
+            raise errors.FlowStateError(
+                f"flow {self.name} was failed over to {self.flow.target}; run `geokafka failback {self.name}` instead"
+            )
+        if self._pairs:
+            fence_writers(self.name, self._pairs, self.target)
+            state = read_state(self.target)
+        assignment: Assignment = plan_assignment(
+            self.name, self.flow.start, self.flow.skip_gaps, self._pairs, self.source_admin, state
+        )
+        self.gaps_skipped += sum(g.last - g.first + 1 for g in assignment.gaps)
+        for key, (next_offset, _) in assignment.expected.items():
+            topic, _, partition = key.rpartition("/")
+            self.progress.setdefault((topic, int(partition)), PartitionProgress()).next_offset = next_offset
+        if self._pairs:
+            self._query = FlowQuery(
+                self.spark, self.name, self.flow, self.topology.pipeline, self.source, self.target, assignment,
+                {p.source: p.target for p in self._pairs}, self._record_batch,
+            )
+        now = time.monotonic()
+        self._next_refresh = now + self._refresh_interval()
+        self._next_sync = now + self.flow.sync_interval_s
+        self.status, self.error = "running", None
+        self._heartbeat(force=True)
+
+    def stop(self, final_state: str = "stopped") -> None:
+        """Stop the query and record ``final_state`` on the target when it is reachable."""
+        if self._query is not None:
+            self._query.stop()
+            self._query = None
+        if self.status != "error":
+            self.status = final_state
+        try:
+            set_flow_state(self.target, self.name, self.status, **self._summary())
+        except errors.GeokafkaError:
+            pass
+
+    def tick(self) -> None:
+        """Check health, restart after failures, refresh selection, run periodic syncs."""
+        now = time.monotonic()
+        if self.status == "error":
+            return
+        if self.status == "retrying":
+            if now >= self._retry_at:
+                self._try_start()
+            return
+        if self._query is not None and not self._query.active:
+            failure = classify_failure(self._query.exception() or "query stopped")
+            self._query.stop()
+            self._query = None
+            self._handle_failure(failure)
+            return
+        if now >= self._next_refresh:
+            self._next_refresh = now + self._refresh_interval()
+            if self._selection_changed():
+                log.info("flow %s: topic selection changed, restarting its query", self.name)
+                self._restart()
+                return
+        if now >= self._next_sync:
+            self._next_sync = now + self.flow.sync_interval_s
+            self._periodic_sync()
+        self._heartbeat()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _try_start(self) -> None:
+        try:
+            self.start()
+            self._backoff = 1.0
+        except FATAL as exc:
+            self._fail(exc)
+        except errors.GeokafkaError as exc:
+            self._schedule_retry(exc)
+
+    def _restart(self) -> None:
+        if self._query is not None:
+            self._query.stop()
+            self._query = None
+        self.restarts += 1
+        self._try_start()
+
+    def _handle_failure(self, failure: errors.GeokafkaError) -> None:
+        if isinstance(failure, FATAL):
+            self._fail(failure)
+        else:
+            self.restarts += 1
+            self._schedule_retry(failure)
+
+    def _schedule_retry(self, exc: errors.GeokafkaError) -> None:
+        log.warning("flow %s: %s; retrying in %.0fs", self.name, exc, self._backoff)
+        self.status, self.error = "retrying", exc
+        self._retry_at = time.monotonic() + self._backoff
+        self._backoff = min(self._backoff * 2, 30.0)
+
+    def _fail(self, exc: errors.GeokafkaError) -> None:
+        self.status, self.error = "error", exc
+        if self._query is not None:
+            self._query.stop()
+            self._query = None
+        try:
+            set_flow_state(self.target, self.name, "error", reason=str(exc), error=type(exc).__name__)
+        except errors.GeokafkaError:
+            pass
+
+    def _refresh_interval(self) -> float:
+        interval = self.topology.pipeline.topic_refresh_s
+        if "partitions" in self.flow.sync:
+            interval = min(interval, self.flow.sync_interval_s)
+        return interval
+
+    def _target_pairs(self) -> list[TopicPair]:
+        topics = select_topics(self.source_admin.topic_partitions(), self.flow)
+        grow = "partitions" in self.flow.sync
+        return [
+            ensure_target_topic(self.source_admin, self.target_admin, t,
+                                self.policy.remote_topic(self.flow.source, t), grow)
+            for t in topics
+        ]
+
+    def _selection_changed(self) -> bool:
+        try:
+            current = self.source_admin.topic_partitions()
+        except errors.GeokafkaError:
+            return False  # the query itself will report an unreachable source
+        selected = {t: current[t] for t in select_topics(current, self.flow)}
+        return selected != {p.source: p.partitions for p in self._pairs}
+
+    def _periodic_sync(self) -> None:
+        try:
+            if "configs" in self.flow.sync:
+                for pair in self._pairs:
+                    changed = sync_topic_configs(self.source_admin, self.target_admin, pair)
+                    if changed:
+                        log.info("flow %s: %s configs synced: %s", self.name, pair.target, sorted(changed))
+            if "group-offsets" in self.flow.sync:
+                try:
+                    from geokafka.control.offsets import sync_group_offsets
+                except ImportError:  # TODO(offsets): remove once the offsets package lands
+                    return
+                sync_group_offsets(self.topology, self.name)
+        except errors.GeokafkaError as exc:
+            log.warning("flow %s: sync skipped: %s", self.name, exc)
+
+    def _record_batch(self, batch_id: int, rows: list[dict[str, Any]]) -> None:
+        now = time.time()
+        self.batches += 1
+        for row in rows:
+            entry = self.progress.setdefault((row["topic"], row["partition"]), PartitionProgress())
+            entry.next_offset = row["next_offset"]
+            entry.written += row["written"]
+            entry.bytes += row["bytes"]
+            if row["last_timestamp"] >= 0:
+                entry.last_timestamp = row["last_timestamp"]
+            entry.updated_at = now
+
+    def _summary(self) -> dict[str, Any]:
+        return {
+            "written": sum(p.written for p in self.progress.values()),
+            "bytes": sum(p.bytes for p in self.progress.values()),
+            "restarts": self.restarts,
+            "gaps_skipped": self.gaps_skipped,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "master": self.topology.pipeline.master,
+        }
+
+    def _heartbeat(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now >= self._next_heartbeat:
+            self._next_heartbeat = now + 5.0
+            try:
+                set_flow_state(self.target, self.name, self.status, **self._summary())
+            except errors.GeokafkaError as exc:
+                log.warning("flow %s: heartbeat not written: %s", self.name, exc)

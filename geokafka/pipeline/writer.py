@@ -1,0 +1,242 @@
+"""The executor side of the pipeline: write one micro-batch to the target, exactly once.
+
+Runs inside Spark's Python workers through ``mapInArrow``. For each source partition in the
+task, one Kafka transaction on the target holds the replicated records *and* the progress
+record (``progress/<flow>/<topic>/<partition>`` in ``__geokafka_state``), so data and resume
+position are committed together or not at all.
+
+The transactional id is fixed per flow and source partition. ``init_transactions`` therefore
+fences any older writer of the same partition (a zombie task, a killed driver's leftover
+transaction), and the records of a batch that an earlier attempt already committed are
+recognised by the progress and skipped: a replayed batch writes nothing twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from geokafka.control.provenance import ORIGIN_HEADER, SOURCE_HEADER, SourcePosition
+from geokafka.control.state_store import STATE_TOPIC, progress_key
+from geokafka.errors import KafkaOperationError, RecordTooLargeError
+
+OUTPUT_SCHEMA = (
+    "topic string, partition int, next_offset long, written long, duplicates_skipped long, "
+    "cycle_skipped long, filtered long, bytes long, last_timestamp long, state_offset long"
+)
+
+_PRODUCER_DEFAULTS = {
+    "acks": "all",
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "compression.type": "lz4",
+    "message.max.bytes": 1_000_000_000,  # the target topic's max.message.bytes decides
+    "transaction.timeout.ms": 30_000,
+    "queue.buffering.max.messages": 200_000,
+}
+
+
+@dataclass(frozen=True)
+class WriterSpec:
+    """What a writer task needs, shipped to executors with each batch (small, picklable)."""
+
+    flow: str
+    source_cluster: str
+    target_cluster: str
+    target_conf: dict[str, Any]
+    topic_map: dict[str, str]
+    # "topic/partition" -> (next source offset known to the driver, state offset to rescan from)
+    expected: dict[str, tuple[int, int]]
+    producer_conf: dict[str, Any]
+
+
+def transactional_id(flow: str, topic: str, partition: int) -> str:
+    """The fixed transactional id of one source partition of a flow."""
+    return f"geokafka-{flow}-{topic}-{partition}"
+
+
+class _PartitionWriter:
+    """One source partition's transaction within one task."""
+
+    def __init__(self, spec: WriterSpec, topic: str, partition: int) -> None:
+        self.spec, self.topic, self.partition = spec, topic, partition
+        self.key = f"{topic}/{partition}"
+        self.target_topic = spec.topic_map[topic]
+        self.producer, self.committed_next = _session(spec, topic, partition)
+        self.next_offset = self.committed_next
+        self.stats = dict(written=0, duplicates_skipped=0, cycle_skipped=0, filtered=0, bytes=0, last_timestamp=-1)
+        self.errors: list[str] = []
+        self.state_offset = -1
+        self.producer.begin_transaction()
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        if err is None:
+            return
+        origin = next((v for k, v in msg.headers() or () if k == SOURCE_HEADER), None)
+        where = f"{self.spec.source_cluster} {self.topic}/{self.partition}"
+        if origin is not None:
+            where += f" offset {SourcePosition.decode(origin).offset}"
+        if err.code() == 10:  # MSG_SIZE_TOO_LARGE
+            size = len(msg.value() or b"") + len(msg.key() or b"")
+            self.errors.append(
+                f"RecordTooLargeError|record {where} ({size} bytes) is larger than max.message.bytes of "
+                f"{self.spec.target_cluster} topic {self.target_topic}; flow {self.spec.flow} stopped"
+            )
+        else:
+            self.errors.append(f"KafkaOperationError|writing {where} to {self.spec.target_cluster}: {err.str()}")
+
+    def write(self, offsets: list[int], keys: list[Any], values: list[Any], timestamps: list[int],
+              headers: list[Any], keep: list[Any]) -> None:
+        """Produce the rows of this partition that are new, in offset order."""
+        produce = self.producer.produce
+        src, target, cluster = self.spec.source_cluster, self.spec.target_cluster, self.spec.source_cluster
+        stats = self.stats
+        for i, offset in enumerate(offsets):
+            if offset < self.committed_next:
+                stats["duplicates_skipped"] += 1
+                continue
+            self.next_offset = offset + 1
+            if keep[i] is False:
+                stats["filtered"] += 1
+                continue
+            out_headers, origin = [], None
+            for h in headers[i] or ():
+                name = h["key"]
+                if name == SOURCE_HEADER:
+                    continue
+                if name == ORIGIN_HEADER:
+                    origin = h["value"]
+                out_headers.append((name, h["value"]))
+            if origin is None:
+                out_headers.append((ORIGIN_HEADER, src.encode()))
+            elif origin.decode(errors="replace") == target:
+                stats["cycle_skipped"] += 1  # it started on the target: never send it back
+                continue
+            out_headers.append((SOURCE_HEADER, f"{cluster}/{self.topic}/{self.partition}/{offset}".encode()))
+            value, key = values[i], keys[i]
+            while True:
+                try:
+                    produce(self.target_topic, value=value, key=key, partition=self.partition,
+                            timestamp=timestamps[i], headers=out_headers, on_delivery=self._on_delivery)
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+            stats["written"] += 1
+            stats["bytes"] += len(value or b"") + len(key or b"")
+            stats["last_timestamp"] = timestamps[i]
+        self.producer.poll(0)
+
+    def commit(self) -> dict[str, Any]:
+        """Write the progress record and commit the transaction; return this partition's summary."""
+        if self.next_offset > self.committed_next:
+            progress = {"next": self.next_offset, "last_timestamp": self.stats["last_timestamp"]}
+
+            def on_state(err: Any, msg: Any) -> None:
+                if err is None:
+                    self.state_offset = msg.offset()
+                else:
+                    self.errors.append(f"KafkaOperationError|writing progress to {STATE_TOPIC}: {err.str()}")
+
+            self.producer.produce(STATE_TOPIC, key=progress_key(self.spec.flow, self.topic, self.partition).encode(),
+                                  value=json.dumps(progress).encode(), partition=0, on_delivery=on_state)
+            self.producer.flush(60)
+        if self.errors:
+            _drop(self.spec, self.topic, self.partition)
+            kind, _, message = self.errors[0].partition("|")
+            raise (RecordTooLargeError if kind == "RecordTooLargeError" else KafkaOperationError)(message)
+        try:
+            self.producer.commit_transaction(60)
+        except Exception:
+            _drop(self.spec, self.topic, self.partition)
+            raise
+        _SESSIONS[transactional_id(self.spec.flow, self.topic, self.partition)] = (self.producer, self.next_offset)
+        return {"topic": self.topic, "partition": self.partition, "next_offset": self.next_offset,
+                "state_offset": self.state_offset, **self.stats}
+
+
+# Producers cached in this Python worker across tasks: transactional id -> (producer, committed next).
+_SESSIONS: dict[str, tuple[Any, int]] = {}
+
+
+def _session(spec: WriterSpec, topic: str, partition: int) -> tuple[Any, int]:
+    """A transactional producer for this partition and the next source offset already committed."""
+    from confluent_kafka import Producer
+
+    txn_id = transactional_id(spec.flow, topic, partition)
+    expected_next, rescan_from = spec.expected.get(f"{topic}/{partition}", (-1, 0))
+    cached = _SESSIONS.get(txn_id)
+    if cached is not None and cached[1] == expected_next:
+        return cached  # we wrote last and the driver saw it: still the owner
+    _drop(spec, topic, partition)
+    producer = Producer({**spec.target_conf, **_PRODUCER_DEFAULTS, **spec.producer_conf, "transactional.id": txn_id})
+    producer.init_transactions(60)  # fences older writers; their open transaction is aborted
+    committed = _committed_next(spec, progress_key(spec.flow, topic, partition), rescan_from)
+    return producer, max(committed, expected_next)
+
+
+def _committed_next(spec: WriterSpec, key: str, from_offset: int) -> int:
+    """The latest committed progress of ``key`` at or after ``from_offset`` (-1 if none)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**spec.target_conf, "group.id": "geokafka-writer", "enable.auto.commit": False,
+                         "isolation.level": "read_committed", "enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(STATE_TOPIC, 0, max(from_offset, 0))])
+        latest = -1
+        while True:
+            msg = consumer.poll(10)
+            if msg is None:
+                raise KafkaOperationError(f"reading {STATE_TOPIC} on {spec.target_cluster} timed out")
+            if msg.error():
+                if msg.error().code() == -191:  # _PARTITION_EOF: read up to the last stable offset
+                    return latest
+                raise KafkaOperationError(f"reading {STATE_TOPIC} on {spec.target_cluster}: {msg.error().str()}")
+            if msg.key() == key.encode() and msg.value() is not None:
+                latest = int(json.loads(msg.value())["next"])
+    finally:
+        consumer.close()
+
+
+def _drop(spec: WriterSpec, topic: str, partition: int) -> None:
+    _SESSIONS.pop(transactional_id(spec.flow, topic, partition), None)
+
+
+def write_batches(spec: WriterSpec, batches: Iterator[Any]) -> Iterator[Any]:
+    """``mapInArrow`` function: replicate the task's rows, yield one summary row per partition."""
+    import pyarrow as pa
+
+    writers: dict[tuple[str, int], _PartitionWriter] = {}
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        cols = {name: batch.column(name) for name in batch.schema.names}
+        topics, partitions = cols["topic"].to_pylist(), cols["partition"].to_pylist()
+        # Rows of one partition are contiguous and in offset order within a Kafka source task.
+        start = 0
+        while start < batch.num_rows:
+            tp = (topics[start], partitions[start])
+            end = start
+            while end < batch.num_rows and topics[end] == tp[0] and partitions[end] == tp[1]:
+                end += 1
+            writer = writers.get(tp) or writers.setdefault(tp, _PartitionWriter(spec, *tp))
+            sl = slice(start, end)
+            writer.write(
+                cols["offset"][sl].to_pylist(), cols["key"][sl].to_pylist(), cols["value"][sl].to_pylist(),
+                cols["ts"][sl].to_pylist(), cols["headers"][sl].to_pylist(), cols["keep"][sl].to_pylist(),
+            )
+            start = end
+    summaries = [w.commit() for w in writers.values()]
+    if summaries:
+        yield pa.RecordBatch.from_pylist(summaries, schema=_output_schema())
+
+
+def _output_schema() -> Any:
+    import pyarrow as pa
+
+    fields = []
+    for part in OUTPUT_SCHEMA.split(","):
+        name, kind = part.split()
+        fields.append(pa.field(name, {"string": pa.string(), "int": pa.int32(), "long": pa.int64()}[kind]))
+    return pa.schema(fields)

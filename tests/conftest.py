@@ -1,0 +1,94 @@
+"""Session fixtures: real local Kafka clusters and one shared SparkSession.
+
+Ports: east 41092-41094, west 42092, south 43092 (controllers +100); set
+GEOKAFKA_TEST_PORT_BASE (default 41000) to run two suites side by side.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from geokafka.control.connection import ClusterConnection, connection
+from geokafka.infra.clusters import local_cluster_specs
+from geokafka.infra.local_cluster import LocalClusterSpec, start_clusters, stop_cluster
+from geokafka.topology import Topology, parse_topology
+
+TEST_TOPOLOGY = """
+clusters:
+  east:
+    bootstrap: 127.0.0.1:{east}
+    local: {{brokers: 3, racks: [east-a, east-b, east-c], heap_mb: 320}}
+  west:
+    bootstrap: 127.0.0.1:{west}
+    local: {{brokers: 1, heap_mb: 320}}
+  south:
+    bootstrap: 127.0.0.1:{south}
+    local: {{brokers: 1, heap_mb: 320}}
+pipeline:
+  master: "local[2]"
+  state_dir: {state_dir}
+  trigger_ms: 100
+  topic_refresh_s: 5
+"""
+
+
+@pytest.fixture(scope="session")
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Data, logs and run state of the test clusters."""
+    return tmp_path_factory.mktemp("geokafka-state")
+
+
+@pytest.fixture(scope="session")
+def base_topology(state_dir: Path) -> Topology:
+    """The test clusters, with no flows."""
+    base = int(os.environ.get("GEOKAFKA_TEST_PORT_BASE", "41000"))
+    text = TEST_TOPOLOGY.format(state_dir=state_dir, east=base + 92, west=base + 1092, south=base + 2092)
+    return parse_topology(text, "tests/conftest.py")
+
+
+@pytest.fixture(scope="session")
+def local_clusters(base_topology: Topology) -> Iterator[dict[str, LocalClusterSpec]]:
+    """east, west and south running for the whole session."""
+    specs = local_cluster_specs(base_topology)
+    try:
+        start_clusters(specs, timeout_s=180)
+        yield {spec.name: spec for spec in specs}
+    finally:
+        for spec in specs:
+            stop_cluster(spec)
+
+
+@pytest.fixture(scope="session")
+def east(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
+    return connection(base_topology, "east")
+
+
+@pytest.fixture(scope="session")
+def west(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
+    return connection(base_topology, "west")
+
+
+@pytest.fixture(scope="session")
+def south(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
+    return connection(base_topology, "south")
+
+
+@pytest.fixture(scope="session")
+def spark():  # type: ignore[no-untyped-def]
+    """One local SparkSession with the Kafka connector, shared by every test."""
+    from geokafka.pipeline.spark_session import get_spark
+
+    session = get_spark("local[2]", "geokafka-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    """Names no other test uses: ``unique("orders")`` -> ``orders-1a2b3c4d``."""
+    return lambda prefix: f"{prefix}-{uuid.uuid4().hex[:8]}"

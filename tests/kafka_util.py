@@ -1,0 +1,97 @@
+"""Small helpers for tests that talk to the real test clusters."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from geokafka.control.connection import ClusterConnection
+
+
+@dataclass(frozen=True)
+class Rec:
+    """A record as read back from Kafka."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int
+
+
+def create_topic(
+    conn: ClusterConnection, name: str, partitions: int = 3, rf: int = 1, config: dict[str, str] | None = None
+) -> None:
+    admin = AdminClient(conn.librdkafka())
+    futures = admin.create_topics([NewTopic(name, partitions, rf, config=config or {})], operation_timeout=30)
+    futures[name].result(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        md = admin.list_topics(name, timeout=10).topics.get(name)
+        if md is not None and md.error is None and len(md.partitions) == partitions:
+            if all(p.leader >= 0 for p in md.partitions.values()):
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"topic {name} not ready")
+
+
+def produce(conn: ClusterConnection, topic: str, records: list[dict], **config: object) -> None:
+    """Produce dicts with key/value/partition/headers/timestamp and wait for every ack."""
+    producer = Producer(conn.librdkafka(**{"linger.ms": 5, "enable.idempotence": True, **config}))
+    errors: list[str] = []
+
+    def on_delivery(err, _msg):  # type: ignore[no-untyped-def]
+        if err is not None:
+            errors.append(str(err))
+
+    for rec in records:
+        kwargs = {k: rec[k] for k in ("key", "value", "partition", "headers", "timestamp") if k in rec}
+        while True:
+            try:
+                producer.produce(topic, on_delivery=on_delivery, **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    producer.flush(60)
+    assert not errors, errors[:3]
+
+
+def read_all(conn: ClusterConnection, topic: str, timeout_s: float = 30.0, isolation: str = "read_committed") -> list[Rec]:
+    """Every record of ``topic`` from the beginning to the current end, in partition order."""
+    admin = AdminClient(conn.librdkafka())
+    md = admin.list_topics(topic, timeout=10).topics[topic]
+    consumer = Consumer(conn.librdkafka(**{
+        "group.id": "test-reader", "enable.auto.commit": False, "isolation.level": isolation,
+        "enable.partition.eof": True,
+    }))
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(md.partitions)]
+        ends = {}
+        for tp in tps:
+            lo, hi = consumer.get_watermark_offsets(tp, timeout=10)
+            ends[tp.partition] = hi
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        out: list[Rec] = []
+        done = {p for p, hi in ends.items() if hi == 0}
+        deadline = time.monotonic() + timeout_s
+        while len(done) < len(ends) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    if consumer.position([TopicPartition(topic, msg.partition())])[0].offset >= ends[msg.partition()]:
+                        done.add(msg.partition())
+                    continue
+                raise KafkaException(msg.error())
+            out.append(Rec(msg.partition(), msg.offset(), msg.key(), msg.value(),
+                           tuple(msg.headers() or ()), msg.timestamp()[1]))
+            if msg.offset() + 1 >= ends[msg.partition()]:
+                done.add(msg.partition())
+        return sorted(out, key=lambda r: (r.partition, r.offset))
+    finally:
+        consumer.close()
