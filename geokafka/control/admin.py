@@ -61,6 +61,7 @@ class ClusterAdmin:
         self.conn = conn
         self.timeout_s = timeout_s
         self._admin = AdminClient(conn.librdkafka(logger=_SILENT))
+        self._reader: Consumer | None = None
 
     def check_reachable(self) -> None:
         """Raise ClusterUnreachableError/AuthError unless the cluster answers a metadata request."""
@@ -159,17 +160,16 @@ class ClusterAdmin:
 
     def watermarks(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
         """partition -> (log start offset, log end offset)."""
-        consumer = self.consumer()
+        if self._reader is None:
+            self._reader = self.consumer()
         try:
             return {
-                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
+                p: self._reader.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
                 for p in range(partitions)
             }
         except KafkaException as exc:
             raise_mapped(self.conn, f"reading offsets of {topic}", exc)
             return {}
-        finally:
-            consumer.close()
 
     def consumer(self, **extra: Any) -> Consumer:
         """A consumer of this cluster for point reads (no group commits)."""
@@ -177,6 +177,12 @@ class ClusterAdmin:
             "group.id": "geokafka-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
             "logger": _SILENT, **extra,
         }))
+
+    def close(self) -> None:
+        """Release the point-read consumer."""
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     @property
     def raw(self) -> AdminClient:

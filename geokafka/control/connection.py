@@ -8,7 +8,7 @@ agree on addresses and security. Secrets are read from their env var or file her
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from geokafka.errors import AuthError, TopologyError
 from geokafka.topology.ports import broker_ports
@@ -21,7 +21,7 @@ class ClusterConnection:
 
     name: str
     bootstrap: str
-    security: dict[str, str]
+    security: dict[str, str] = field(repr=False)  # may hold secrets: never in a repr or a log line
 
     def librdkafka(self, **extra: object) -> dict[str, object]:
         """Settings for confluent-kafka clients (``extra`` wins); plain values, safe to pickle.
@@ -98,11 +98,16 @@ def _java_security(settings: dict[str, str]) -> dict[str, str]:
             if mechanism == "PLAIN"
             else "org.apache.kafka.common.security.scram.ScramLoginModule"
         )
-        user = settings["sasl.username"].replace('"', '\\"')
-        password = settings["sasl.password"].replace('"', '\\"')
+        user = _jaas_quote(settings["sasl.username"])
+        password = _jaas_quote(settings["sasl.password"])
         java["sasl.mechanism"] = mechanism
         java["sasl.jaas.config"] = f'{module} required username="{user}" password="{password}";'
     if "ssl.ca.location" in settings:
         java["ssl.truststore.type"] = "PEM"
         java["ssl.truststore.location"] = settings["ssl.ca.location"]
     return java
+
+
+def _jaas_quote(value: str) -> str:
+    """Escape a value for a double-quoted JAAS option (the parser unescapes backslashes too)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')

@@ -6,6 +6,9 @@
   replicate. The pipeline writes it *in the same Kafka transaction* as the records it covers,
   so after any crash the committed progress and the committed data agree exactly.
 * ``flow/<flow>`` -> ``{"state": "running"|"stopped"|"failed-over"|"error", ...}``.
+* ``ends/<flow>`` -> ``{"at_ms": T, "ends": {"<topic>/<partition>": end offset}}``: the source's
+  end offsets as last observed by the running mirror (about every second). After a source
+  site dies, this last observation is what tells how much was not replicated.
 * ``report/<flow>`` -> the last failover report.
 
 It lives on the target because the target is what survives a source-site disaster.
@@ -31,6 +34,11 @@ _STATE_CONFIGS = {
     "segment.ms": "600000",
     "message.timestamp.type": "CreateTime",
 }
+
+
+def ends_key(flow: str) -> str:
+    """Key of the last observation of a flow's source end offsets."""
+    return f"ends/{flow}"
 
 
 def progress_key(flow: str, topic: str, partition: int) -> str:
@@ -111,7 +119,7 @@ def read_state(conn: ClusterConnection, from_offset: int = 0, timeout_s: float =
 
 def write_state(conn: ClusterConnection, entries: dict[str, dict[str, Any] | None], timeout_s: float = 15.0) -> None:
     """Write state entries (None deletes a key) and wait for the acks."""
-    producer = Producer(conn.librdkafka(**{"enable.idempotence": True, "acks": "all"}))
+    producer = _state_producer(conn)
     errors: list[str] = []
 
     def on_delivery(err: KafkaError | None, _msg: object) -> None:
@@ -124,6 +132,17 @@ def write_state(conn: ClusterConnection, entries: dict[str, dict[str, Any] | Non
     remaining = producer.flush(timeout_s)
     if remaining or errors:
         raise_mapped(conn, f"writing {STATE_TOPIC}", KafkaException(KafkaError(KafkaError._TIMED_OUT, errors[0] if errors else "timed out")))
+
+
+_PRODUCERS: dict[tuple[str, str], Producer] = {}
+
+
+def _state_producer(conn: ClusterConnection) -> Producer:
+    """One idempotent producer per cluster for state writes (heartbeats come every second)."""
+    key = (conn.bootstrap, repr(sorted(conn.security.items())))
+    if key not in _PRODUCERS:
+        _PRODUCERS[key] = Producer(conn.librdkafka(**{"enable.idempotence": True, "acks": "all", "linger.ms": 0}))
+    return _PRODUCERS[key]
 
 
 def set_flow_state(conn: ClusterConnection, flow: str, state: str, **details: Any) -> None:

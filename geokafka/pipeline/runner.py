@@ -20,7 +20,7 @@ from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
 from geokafka.control.selection import select_topics
-from geokafka.control.state_store import ensure_state_topic, read_state, set_flow_state
+from geokafka.control.state_store import ends_key, ensure_state_topic, read_state, set_flow_state, write_state
 from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
 from geokafka.pipeline.assignment import Assignment, fence_writers, plan_assignment
 from geokafka.pipeline.query import FlowQuery
@@ -48,8 +48,11 @@ def classify_failure(text: str) -> errors.GeokafkaError:
     loss = _SPARK_DATA_LOSS.search(text)
     if loss:
         return errors.DataLossError(f"source records are gone before they were replicated: {loss.group(1).strip()}")
-    first = next((line.strip() for line in text.splitlines() if line.strip()), "query failed")
-    return errors.KafkaOperationError(first[:300])
+    if "Python worker exited unexpectedly" in text:
+        return errors.KafkaOperationError("a Spark Python worker crashed during a batch; its transactions were aborted")
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    detail = next((line for line in reversed(lines) if re.search(r"(Error|Exception): ", line)), None)
+    return errors.KafkaOperationError((detail or (lines[0] if lines else "query failed"))[:300])
 
 
 @dataclass
@@ -83,6 +86,7 @@ class FlowRunner:
     _next_refresh: float = 0.0
     _next_sync: float = 0.0
     _next_heartbeat: float = 0.0
+    _next_observation: float = 0.0
 
     def __post_init__(self) -> None:
         self.flow = self.topology.flows[self.name]
@@ -100,15 +104,15 @@ class FlowRunner:
         self.target_admin.check_reachable()
         ensure_state_topic(self.target_admin)
         self._pairs = self._target_pairs()
+        # Fence first: a killed writer's open transaction would hold the state topic's
+        # last stable offset until it times out, and the state must be read to its end.
+        fence_writers(self.name, self._pairs, self.target)
         state = read_state(self.target)
         flow_state = state.values.get(f"flow/{self.name}", {}).get("state")
         if flow_state == "failed-over":
             raise errors.FlowStateError(
                 f"flow {self.name} was failed over to {self.flow.target}; run `geokafka failback {self.name}` instead"
             )
-        if self._pairs:
-            fence_writers(self.name, self._pairs, self.target)
-            state = read_state(self.target)
         assignment: Assignment = plan_assignment(
             self.name, self.flow.start, self.flow.skip_gaps, self._pairs, self.source_admin, state
         )
@@ -269,10 +273,27 @@ class FlowRunner:
         }
 
     def _heartbeat(self, force: bool = False) -> None:
+        """Every second: record the source's end offsets (what failover calls the last observation);
+        every 5 s: the flow's state, so `status` can tell a live mirror from a dead one."""
         now = time.monotonic()
+        if force or now >= self._next_observation:
+            self._next_observation = now + 1.0
+            self._observe_source_ends()
         if force or now >= self._next_heartbeat:
             self._next_heartbeat = now + 5.0
             try:
                 set_flow_state(self.target, self.name, self.status, **self._summary())
             except errors.GeokafkaError as exc:
                 log.warning("flow %s: heartbeat not written: %s", self.name, exc)
+
+    def _observe_source_ends(self) -> None:
+        try:
+            at_ms = int(time.time() * 1000)
+            ends = {
+                f"{pair.source}/{p}": high
+                for pair in self._pairs
+                for p, (_, high) in self.source_admin.watermarks(pair.source, pair.partitions).items()
+            }
+            write_state(self.target, {ends_key(self.name): {"at_ms": at_ms, "ends": ends}})
+        except errors.GeokafkaError as exc:
+            log.debug("flow %s: source ends not observed: %s", self.name, exc)

@@ -35,6 +35,7 @@ _PRODUCER_DEFAULTS = {
     "message.max.bytes": 1_000_000_000,  # the target topic's max.message.bytes decides
     "transaction.timeout.ms": 30_000,
     "queue.buffering.max.messages": 200_000,
+    "log_level": 2,  # executors have no logger: errors surface as exceptions instead
 }
 
 

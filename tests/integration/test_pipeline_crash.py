@@ -1,0 +1,137 @@
+"""Exactly-once effect across crashes: kill -9 the pipeline 20 times during a 200k-record stream."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from geokafka.control.provenance import source_position
+from kafka_util import create_topic, produce, read_all
+from pipeline_util import wait_for, with_flows
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
+
+TOTAL = 200_000
+PARTITIONS = 6
+
+
+def _descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _python_workers(root: int) -> list[int]:
+    """Spark's Python worker processes under the mirror process (its executors' Python side)."""
+    workers = []
+    for pid in _descendants(root):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            parent_cmd = Path(f"/proc/{int(Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[1])}/cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue
+        if b"pyspark.daemon" in cmd and b"pyspark.daemon" in parent_cmd:
+            workers.append(pid)
+    return workers
+
+
+def _start_mirror(topology_file: Path, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "geokafka", "-f", str(topology_file), "--json", "mirror", "crash"],
+            stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+        )
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+
+
+def test_twenty_kill_minus_nine_lose_nothing_duplicate_nothing(base_topology, east, west, unique, tmp_path):
+    topic = unique("crash")
+    create_topic(east, topic, partitions=PARTITIONS, rf=3)
+    topology = with_flows(base_topology, crash={"source": "east", "target": "west", "topics": [topic]})
+    data = topology.model_dump(mode="json", exclude_none=True)
+    topology_file = tmp_path / "crash.yaml"
+    topology_file.write_text(yaml.safe_dump(data))
+    rng = random.Random(20)
+
+    def stream() -> None:
+        now = int(time.time() * 1000)
+        for start in range(0, TOTAL, 5_000):
+            produce(east, topic, [
+                {"key": f"k{i}".encode(), "value": f"{i:08d}".encode() * 12, "partition": i % PARTITIONS,
+                 "timestamp": now + i}
+                for i in range(start, start + 5_000)
+            ])
+            time.sleep(0.3)
+
+    producer = threading.Thread(target=stream, daemon=True)
+    producer.start()
+    log = tmp_path / "mirror.log"
+    proc = _start_mirror(topology_file, log)
+    kills = {"driver": 0, "executor": 0}
+    try:
+        for n in range(20):
+            if n % 4 == 0:  # 5 whole-pipeline kills (driver JVM and workers with it), at any moment
+                time.sleep(rng.uniform(2.0, 14.0))
+                _kill_group(proc)
+                kills["driver"] += 1
+                proc = _start_mirror(topology_file, log)
+            else:  # 15 executor kills: the Python workers writing the batch
+                workers = wait_for(lambda: _python_workers(proc.pid), 120, "Spark Python workers")
+                time.sleep(rng.uniform(0.2, 2.5))
+                for pid in _python_workers(proc.pid) or workers:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                kills["executor"] += 1
+        producer.join(300)
+        assert not producer.is_alive()
+        source = read_all(east, topic, timeout_s=120)
+        assert len(source) == TOTAL
+
+        def caught_up() -> bool:
+            assert proc.poll() is None, log.read_text()[-2000:]
+            counts = read_all(west, f"east.{topic}", timeout_s=60)
+            return len(counts) >= TOTAL
+
+        wait_for(caught_up, 300, "the target to catch up after the last kill")
+        time.sleep(3)  # anything still in flight would show up as a duplicate now
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc)
+    target = read_all(west, f"east.{topic}", timeout_s=120)
+    origins = [source_position(list(r.headers)) for r in target]
+    seen = {(o.partition, o.offset) for o in origins if o is not None}
+    assert kills == {"driver": 5, "executor": 15}
+    assert len(target) == TOTAL, f"{len(target) - TOTAL:+d} records (duplicates if positive)"
+    assert len(seen) == TOTAL  # no duplicates
+    assert seen == {(r.partition, r.offset) for r in source}  # nothing lost
+    by_partition: dict[int, list[int]] = {}
+    for o in origins:
+        by_partition.setdefault(o.partition, []).append(o.offset)
+    assert all(offsets == sorted(offsets) for offsets in by_partition.values())  # order kept

@@ -1,0 +1,89 @@
+"""Failures the pipeline must survive, and the ones that must stop a flow loudly."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from geokafka.errors import DataLossError, RecordTooLargeError
+from kafka_util import create_topic, produce, read_all
+from pipeline_util import running_mirror, wait_for, with_flows
+
+pytestmark = pytest.mark.integration
+
+
+def _recs(n: int, partitions: int, start: int = 0, size: int = 20) -> list[dict]:
+    now = int(time.time() * 1000)
+    return [{"key": f"k{i}".encode(), "value": f"{i:010d}".encode().ljust(size, b"."), "partition": i % partitions,
+             "timestamp": now + i} for i in range(start, start + n)]
+
+
+def test_oversize_record_stops_the_flow_naming_it(base_topology, east, west, unique):
+    topic = unique("big")
+    create_topic(east, topic, partitions=2, rf=3)
+    create_topic(west, f"east.{topic}", partitions=2, rf=1, config={"max.message.bytes": "2000"})
+    produce(east, topic, _recs(10, 2))
+    produce(east, topic, [{"key": b"huge", "value": b"x" * 50_000, "partition": 1}])
+    produce(east, topic, _recs(10, 2, start=100))
+    topology = with_flows(base_topology, big={"source": "east", "target": "west", "topics": [topic],
+                                              "sync": ["partitions"]})
+    with running_mirror(topology) as runners:
+        wait_for(lambda: runners.get("big") and runners["big"].status == "error", 120, "the flow to stop")
+        error = runners["big"].error
+    assert isinstance(error, RecordTooLargeError)
+    assert f"{topic}/1 offset 5" in str(error) and "max.message.bytes" in str(error)
+    target = read_all(west, f"east.{topic}")
+    # partition 1 stops before the oversize record; nothing after it was written there
+    assert [r.value for r in target if r.partition == 1] == [r.value for r in read_all(east, topic)
+                                                              if r.partition == 1 and r.offset < 5]
+
+
+def test_truncated_source_stops_unless_gaps_are_skipped(base_topology, east, west, unique):
+    topic = unique("trunc")
+    create_topic(east, topic, partitions=1, rf=3)
+    produce(east, topic, _recs(100, 1))
+    topology = with_flows(base_topology, tr={"source": "east", "target": "west", "topics": [topic]})
+    with running_mirror(topology):
+        wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=10)) == 100, 90, "first 100")
+    produce(east, topic, _recs(100, 1, start=100))
+    admin = AdminClient(east.librdkafka())
+    admin.delete_records([TopicPartition(topic, 0, 150)])[TopicPartition(topic, 0, 150)].result(30) \
+        if hasattr(admin, "delete_records") else pytest.fail("delete_records unavailable")
+    with running_mirror(topology) as runners:
+        wait_for(lambda: runners.get("tr") and runners["tr"].status == "error", 90, "the flow to stop")
+        error = runners["tr"].error
+    assert isinstance(error, DataLossError)
+    assert f"{topic}/0 offsets 100..149" in str(error)
+    skipping = with_flows(base_topology, tr={"source": "east", "target": "west", "topics": [topic], "skip_gaps": True})
+    with running_mirror(skipping) as runners:
+        wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=10)) == 150, 90, "records after the gap")
+        assert runners["tr"].gaps_skipped == 50
+    values = [r.value for r in read_all(west, f"east.{topic}")]
+    assert values == [r["value"] for r in _recs(100, 1)] + [r.value for r in read_all(east, topic)]
+
+
+def test_transform_filters_and_masks(base_topology, east, west, unique):
+    topic = unique("pii")
+    create_topic(east, topic, partitions=1, rf=3)
+    now = int(time.time() * 1000)
+    produce(east, topic, [
+        {"key": f"k{i}".encode(), "value": f'{{"email":"u{i}@x.io","n":{i}}}'.encode(), "timestamp": now + i,
+         "headers": [("classification", b"secret" if i % 4 == 0 else b"public")]}
+        for i in range(40)
+    ])
+    transform = {
+        "filter": "NOT exists(headers, h -> h.key = 'classification' AND CAST(h.value AS STRING) = 'secret')",
+        "value": "to_json(named_struct('email', sha2(get_json_object(CAST(value AS STRING), '$.email'), 256), "
+                 "'n', CAST(get_json_object(CAST(value AS STRING), '$.n') AS INT)))",
+    }
+    topology = with_flows(base_topology, tf={"source": "east", "target": "west", "topics": [topic],
+                                             "transform": transform})
+    with running_mirror(topology) as runners:
+        wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=10)) == 30, 90, "30 public records")
+        wait_for(lambda: runners["tf"].progress[(topic, 0)].next_offset == 40, 30, "progress past the filtered tail")
+    target = read_all(west, f"east.{topic}")
+    assert all(b"@x.io" not in r.value for r in target)
+    assert [int(r.value.split(b'"n":')[1].rstrip(b"}")) for r in target] == [i for i in range(40) if i % 4]

@@ -1,0 +1,44 @@
+"""Faults the pipeline must ride out without loss or duplicates: broker crashes, a target outage."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from geokafka.infra.local_cluster import kill_node, start_node, stop_node, wait_until_ready
+from kafka_util import create_topic, produce, read_all
+from pipeline_util import running_mirror, wait_for, with_flows
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def _recs(n: int, partitions: int, start: int = 0) -> list[dict]:
+    now = int(time.time() * 1000)
+    return [{"key": f"k{i}".encode(), "value": f"{i:010d}".encode(), "partition": i % partitions,
+             "timestamp": now + i} for i in range(start, start + n)]
+
+
+def test_broker_restarts_and_a_target_down_for_60s(base_topology, local_clusters, east, west, unique):
+    topic = unique("survive")
+    create_topic(east, topic, partitions=3, rf=3)
+    topology = with_flows(base_topology, sv={"source": "east", "target": "west", "topics": [topic]})
+    east_spec, west_spec = local_clusters["east"], local_clusters["west"]
+    with running_mirror(topology):
+        produce(east, topic, _recs(3000, 3))
+        wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=10)) >= 1000, 90, "replication to start")
+        kill_node(east_spec, 2, signal.SIGKILL)  # a source broker crashes (RF 3)
+        produce(east, topic, _recs(2000, 3, start=3000))
+        start_node(east_spec, 2)
+        wait_until_ready(east_spec, 120)
+        stop_node(west_spec, 1)  # the whole target cluster is down for 60 s
+        produce(east, topic, _recs(2000, 3, start=5000))
+        time.sleep(60)
+        start_node(west_spec, 1)
+        wait_until_ready(west_spec, 120)
+        wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=20)) >= 7000, 240, "catch-up after the outage")
+        time.sleep(3)
+    source, target = read_all(east, topic), read_all(west, f"east.{topic}")
+    assert [(r.partition, r.key, r.value, r.timestamp) for r in target] == \
+           [(r.partition, r.key, r.value, r.timestamp) for r in source]

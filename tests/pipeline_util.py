@@ -1,0 +1,56 @@
+"""Helpers for tests that run flows: a topology with flows, a mirror in a background thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from geokafka.pipeline.mirror import mirror
+from geokafka.pipeline.runner import FlowRunner
+from geokafka.topology.schema import Flow, Topology
+
+
+def with_flows(base: Topology, **flows: dict[str, Any]) -> Topology:
+    """``base`` plus the given flows (keyword = flow name, value = Flow fields)."""
+    return base.model_copy(update={"flows": {name: Flow(**spec) for name, spec in flows.items()}})
+
+
+@contextmanager
+def running_mirror(topology: Topology, flows: list[str] | None = None) -> Iterator[dict[str, FlowRunner]]:
+    """Run ``mirror`` in a thread (sharing the test SparkSession) until the block ends."""
+    stop = threading.Event()
+    runners: dict[str, FlowRunner] = {}
+    failure: list[BaseException] = []
+
+    def on_tick(rs: list[FlowRunner]) -> None:
+        runners.update({r.name: r for r in rs})
+
+    def run() -> None:
+        try:
+            mirror(topology, flows, on_tick=on_tick, stop_event=stop)
+        except BaseException as exc:  # noqa: BLE001 - surfaced to the test below
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="mirror", daemon=True)
+    thread.start()
+    try:
+        yield runners
+    finally:
+        stop.set()
+        thread.join(120)
+    if failure and not isinstance(failure[0], Exception):
+        raise failure[0]
+
+
+def wait_for(condition: Callable[[], Any], timeout_s: float = 60.0, what: str = "condition") -> Any:
+    """Poll ``condition`` until truthy; fail the test with ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
