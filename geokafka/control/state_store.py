@@ -9,6 +9,9 @@
 * ``ends/<flow>`` -> ``{"at_ms": T, "ends": {"<topic>/<partition>": end offset}}``: the source's
   end offsets as last observed by the running mirror (about every second). After a source
   site dies, this last observation is what tells how much was not replicated.
+* ``role/<flow>`` -> ``{"role": "failed-over"|"active", ...}``: set by failover, promote and
+  failback only. A mirror checks it and stops replicating a failed-over flow; it is kept
+  apart from ``flow/<flow>`` so a heartbeat can never overwrite it.
 * ``report/<flow>`` -> the last failover report.
 
 It lives on the target because the target is what survives a source-site disaster.
@@ -109,8 +112,8 @@ def read_state(conn: ClusterConnection, from_offset: int = 0, timeout_s: float =
             "an open transaction of a dead writer may hold it (it expires after transaction.timeout.ms)"
         )
     except KafkaException as exc:
-        if exc.args and exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
-            return snapshot
+        if exc.args and exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+            return snapshot  # no state topic yet: nothing replicated, nothing decided
         raise_mapped(conn, f"reading {STATE_TOPIC}", exc)
         return snapshot
     finally:
@@ -148,3 +151,22 @@ def _state_producer(conn: ClusterConnection) -> Producer:
 def set_flow_state(conn: ClusterConnection, flow: str, state: str, **details: Any) -> None:
     """Record a flow's state (running, stopped, failed-over, error) on its target."""
     write_state(conn, {f"flow/{flow}": {"state": state, "at_ms": int(time.time() * 1000), **details}})
+
+
+def role_key(flow: str) -> str:
+    """Key of a flow's role, as set by failover/promote/failback."""
+    return f"role/{flow}"
+
+
+def set_flow_role(conn: ClusterConnection, flow: str, role: str, **details: Any) -> None:
+    """Record a failover decision (``failed-over`` or ``active``), and show it as the flow's state."""
+    now = int(time.time() * 1000)
+    write_state(conn, {
+        role_key(flow): {"role": role, "at_ms": now, **details},
+        f"flow/{flow}": {"state": "failed-over" if role == "failed-over" else "stopped", "at_ms": now, **details},
+    })
+
+
+def flow_role(state: StateSnapshot, flow: str) -> str:
+    """``failed-over`` or ``active``."""
+    return str(state.values.get(role_key(flow), {}).get("role", "active"))

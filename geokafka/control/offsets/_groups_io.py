@@ -6,10 +6,14 @@ one failing group never hides the others.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
+from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # exported, not in its stubs
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 
@@ -17,6 +21,12 @@ TopicPartitionKey = tuple[str, int]
 """(topic, partition)."""
 
 _IDLE_STATES = frozenset({"empty", "dead"})
+_COORDINATOR_BUSY = frozenset({
+    KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+})
+_GROUP_ACTIVE = frozenset({
+    KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION,
+})
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,37 @@ def list_group_ids(admin: ClusterAdmin) -> list[str]:
     return sorted(g.group_id for g in result.valid)
 
 
+def _gather(
+    admin: ClusterAdmin, groups: list[str], submit: Callable[[list[str]], Mapping[str, Future[Any]]]
+) -> dict[str, Any]:
+    """group -> result (or the KafkaException) of a per-group admin call.
+
+    Groups whose coordinator is busy (just elected, still loading) are asked again until
+    ``admin.timeout_s`` has passed, as the Java admin client does.
+    """
+    results: dict[str, Any] = {}
+    pending, deadline = groups, time.monotonic() + admin.timeout_s
+    while pending:
+        retry = []
+        for group, future in submit(pending).items():
+            try:
+                results[group] = future.result()
+            except KafkaException as exc:
+                if _code(exc) in _COORDINATOR_BUSY and time.monotonic() < deadline:
+                    retry.append(group)
+                else:
+                    results[group] = exc
+        pending = retry
+        if pending:
+            time.sleep(0.2)
+    return results
+
+
+def _code(exc: KafkaException) -> int | None:
+    err = exc.args[0] if exc.args else None
+    return err.code() if isinstance(err, KafkaError) else None
+
+
 def committed_offsets(
     admin: ClusterAdmin, requests: Mapping[str, Iterable[TopicPartitionKey] | None]
 ) -> dict[str, dict[TopicPartitionKey, int]]:
@@ -55,22 +96,23 @@ def committed_offsets(
 
     Partitions without a committed offset are left out; a group that does not exist has none.
     """
-    futures = {}
-    for group, wanted in requests.items():
-        tps = None if wanted is None else [TopicPartition(t, p) for t, p in wanted]
-        if tps == []:
-            continue
-        futures[group] = admin.raw.list_consumer_group_offsets(
-            [ConsumerGroupTopicPartitions(group, tps)], request_timeout=admin.timeout_s
-        )[group]
+    wanted = {g: None if tps is None else [TopicPartition(t, p) for t, p in tps] for g, tps in requests.items()}
+
+    def submit(groups: list[str]) -> dict[str, Future[Any]]:
+        return {
+            g: admin.raw.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(g, wanted[g])], request_timeout=admin.timeout_s
+            )[g]
+            for g in groups
+        }
+
+    answers = _gather(admin, [g for g, tps in wanted.items() if tps != []], submit)
     out: dict[str, dict[TopicPartitionKey, int]] = {group: {} for group in requests}
-    for group, future in futures.items():
-        try:
-            answer = future.result()
-        except KafkaException as exc:
-            if exc.args and exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
+    for group, answer in answers.items():
+        if isinstance(answer, KafkaException):
+            if _code(answer) == KafkaError.GROUP_ID_NOT_FOUND:
                 continue
-            raise_mapped(admin.conn, f"reading committed offsets of group {group}", exc)
+            raise_mapped(admin.conn, f"reading committed offsets of group {group}", answer)
         out[group] = {
             (tp.topic, tp.partition): tp.offset
             for tp in answer.topic_partitions or []
@@ -81,43 +123,42 @@ def committed_offsets(
 
 def group_activity(admin: ClusterAdmin, groups: Iterable[str]) -> dict[str, GroupActivity]:
     """group -> state and member count; groups that do not exist are :data:`ABSENT`."""
-    groups = list(groups)
-    if not groups:
-        return {}
-    futures = admin.raw.describe_consumer_groups(groups, request_timeout=admin.timeout_s)
+
+    def submit(names: list[str]) -> dict[str, Future[Any]]:
+        return dict(admin.raw.describe_consumer_groups(names, request_timeout=admin.timeout_s))
+
     out: dict[str, GroupActivity] = {}
-    for group, future in futures.items():
-        try:
-            desc = future.result()
-        except KafkaException as exc:
-            if exc.args and exc.args[0].code() == KafkaError.GROUP_ID_NOT_FOUND:
+    for group, desc in _gather(admin, list(groups), submit).items():
+        if isinstance(desc, KafkaException):
+            if _code(desc) == KafkaError.GROUP_ID_NOT_FOUND:
                 out[group] = ABSENT
                 continue
-            raise_mapped(admin.conn, f"describing group {group}", exc)
+            raise_mapped(admin.conn, f"describing group {group}", desc)
         state = desc.state.name.lower() if desc.state is not None else "unknown"
         out[group] = GroupActivity(state, len(desc.members or []))
     return out
 
 
-def commit_offsets(admin: ClusterAdmin, group: str, offsets: Mapping[TopicPartitionKey, int]) -> dict[TopicPartitionKey, str]:
+def commit_offsets(
+    admin: ClusterAdmin, group: str, offsets: Mapping[TopicPartitionKey, int]
+) -> dict[TopicPartitionKey, str]:
     """Commit ``offsets`` for ``group``; returns the partitions the broker refused, with why.
 
     The broker itself refuses commits from outside to a group with active members, which
     closes the race between checking the group's state and committing.
     """
     tps = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-    future = admin.raw.alter_consumer_group_offsets(
-        [ConsumerGroupTopicPartitions(group, tps)], request_timeout=admin.timeout_s
-    )[group]
-    try:
-        answer = future.result()
-    except KafkaException as exc:
-        err = exc.args[0] if exc.args else None
-        code = err.code() if isinstance(err, KafkaError) else None
-        if code in {KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION}:
-            text = f"broker refused the commit ({err.name() if isinstance(err, KafkaError) else exc}): group became active"
+
+    def submit(groups: list[str]) -> dict[str, Future[Any]]:
+        request = [ConsumerGroupTopicPartitions(group, tps)]
+        return {group: admin.raw.alter_consumer_group_offsets(request, request_timeout=admin.timeout_s)[group]}
+
+    answer = _gather(admin, [group], submit)[group]
+    if isinstance(answer, KafkaException):
+        if _code(answer) in _GROUP_ACTIVE:
+            text = f"broker refused the commit ({answer.args[0].name()}): the group became active"
             return {key: text for key in offsets}
-        raise_mapped(admin.conn, f"committing offsets of group {group}", exc)
+        raise_mapped(admin.conn, f"committing offsets of group {group}", answer)
     return {
         (tp.topic, tp.partition): f"broker refused the commit: {tp.error.str()}"
         for tp in answer.topic_partitions or []
@@ -125,16 +166,24 @@ def commit_offsets(admin: ClusterAdmin, group: str, offsets: Mapping[TopicPartit
     }
 
 
-def end_offsets(admin: ClusterAdmin, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
-    """(topic, partition) -> log end offset (high watermark, as ``kafka-consumer-groups`` sees it)."""
-    consumer = admin.consumer(**{"isolation.level": "read_uncommitted"})
-    try:
-        return {
-            (t, p): int(consumer.get_watermark_offsets(TopicPartition(t, p), timeout=admin.timeout_s, cached=False)[1])
-            for t, p in partitions
-        }
-    except KafkaException as exc:
-        raise_mapped(admin.conn, "reading end offsets", exc)
+def end_offsets(
+    admin: ClusterAdmin, partitions: Iterable[TopicPartitionKey], *, committed_only: bool = False
+) -> dict[TopicPartitionKey, int]:
+    """(topic, partition) -> end offset, in one request per broker.
+
+    The high watermark by default (what ``kafka-consumer-groups`` calls the log end offset);
+    the last stable offset with ``committed_only`` (the end a read_committed consumer sees).
+    """
+    wanted = sorted(set(partitions))
+    if not wanted:
         return {}
-    finally:
-        consumer.close()
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    level = IsolationLevel.READ_COMMITTED if committed_only else IsolationLevel.READ_UNCOMMITTED
+    futures = admin.raw.list_offsets(
+        {TopicPartition(t, p): latest for t, p in wanted}, isolation_level=level, request_timeout=admin.timeout_s
+    )
+    try:
+        return {(tp.topic, tp.partition): int(f.result().offset) for tp, f in futures.items()}
+    except KafkaException as exc:
+        raise_mapped(admin.conn, f"reading end offsets of {', '.join(sorted({t for t, _ in wanted}))}", exc)
+        return {}

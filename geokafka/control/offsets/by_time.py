@@ -37,7 +37,6 @@ from geokafka.control.offsets.exceptions import GroupNotEmptyError
 from geokafka.errors import KafkaOperationError, MissingTopicError
 from geokafka.topology.schema import Topology
 
-
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -82,6 +81,7 @@ class ResetReport:
     datetime_utc: str
     dry_run: bool
     group_state: str
+    group_active: bool
     executed: bool = False
     partitions: list[PartitionReset] = field(default_factory=list)
 
@@ -90,7 +90,9 @@ class ResetReport:
         return asdict(self)
 
 
-def offsets_for_time(admin: ClusterAdmin, topics: Sequence[str], timestamp_ms: int) -> dict[TopicPartitionKey, tuple[int, bool]]:
+def offsets_for_time(
+    admin: ClusterAdmin, topics: Sequence[str], timestamp_ms: int
+) -> dict[TopicPartitionKey, tuple[int, bool]]:
     """(topic, partition) -> (first offset with timestamp >= ``timestamp_ms``, found); log end if none."""
     counts = admin.topic_partitions()
     for topic in topics:
@@ -107,7 +109,9 @@ def offsets_for_time(admin: ClusterAdmin, topics: Sequence[str], timestamp_ms: i
     found: dict[TopicPartitionKey, tuple[int, bool]] = {}
     for tp in answer:
         if tp.error is not None:
-            raise KafkaOperationError(f"cluster {admin.conn.name}: offset by time of {tp.topic}/{tp.partition}: {tp.error.str()}")
+            raise KafkaOperationError(
+                f"cluster {admin.conn.name}: looking up {tp.topic}/{tp.partition} by time: {tp.error.str()}"
+            )
         if tp.offset >= 0:
             found[(tp.topic, tp.partition)] = (tp.offset, True)
     missing = [(tp.topic, tp.partition) for tp in tps if (tp.topic, tp.partition) not in found]
@@ -124,14 +128,16 @@ def reset_offsets_to_datetime(
     when: str | int,
     *,
     dry_run: bool = False,
+    timeout_s: float = 15.0,
 ) -> ResetReport:
     """Move ``group`` on ``cluster`` to the first record at or after ``when`` in every partition of ``topics``.
 
     ``when`` is an ISO datetime (naive = UTC) or epoch milliseconds. Raises GroupNotEmptyError
     if the group has members, unless ``dry_run`` (which reports the state and commits nothing).
+    ``timeout_s`` bounds each Kafka call.
     """
     timestamp_ms = when if isinstance(when, int) else parse_datetime(when)
-    admin = ClusterAdmin(connection(topology, cluster))
+    admin = ClusterAdmin(connection(topology, cluster), timeout_s)
     admin.check_reachable()
     activity = group_activity(admin, [group]).get(group, GroupActivity("dead", 0))
     if activity.active and not dry_run:
@@ -140,7 +146,9 @@ def reset_offsets_to_datetime(
         )
     targets = offsets_for_time(admin, list(dict.fromkeys(topics)), timestamp_ms)
     previous = committed_offsets(admin, {group: list(targets)})[group]
-    report = ResetReport(cluster, group, timestamp_ms, format_ms(timestamp_ms), dry_run, activity.state)
+    report = ResetReport(
+        cluster, group, timestamp_ms, format_ms(timestamp_ms), dry_run, activity.state, activity.active
+    )
     report.partitions = [
         PartitionReset(t, p, offset, previous.get((t, p)), by_time)
         for (t, p), (offset, by_time) in sorted(targets.items())

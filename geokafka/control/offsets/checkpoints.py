@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
-from geokafka.control.state_store import StateSnapshot, read_state, write_state
+from geokafka.control.state_store import STATE_TOPIC, StateSnapshot, ensure_state_topic, read_state, write_state
 
 TopicPartitionKey = tuple[str, int]
 
@@ -45,13 +46,20 @@ def checkpoints_in(snapshot: StateSnapshot, flow: str) -> dict[str, Checkpoint]:
     return out
 
 
+def read_target_state(target: ClusterAdmin) -> StateSnapshot:
+    """The target's state (replication progress, checkpoints); empty before the pipeline created it."""
+    if STATE_TOPIC not in target.topic_partitions():
+        return StateSnapshot()
+    return read_state(target.conn)
+
+
 def load_checkpoints(target: ClusterConnection, flow: str) -> dict[str, Checkpoint]:
     """Every checkpoint of ``flow`` stored on its target."""
-    return checkpoints_in(read_state(target), flow)
+    return checkpoints_in(read_target_state(ClusterAdmin(target)), flow)
 
 
 def store_checkpoints(
-    target: ClusterConnection,
+    target: ClusterAdmin,
     flow: str,
     offsets: Mapping[str, Mapping[TopicPartitionKey, int]],
     known: Mapping[str, Checkpoint],
@@ -64,7 +72,8 @@ def store_checkpoints(
         if by_tp and (group not in known or known[group].offsets != dict(by_tp))
     }
     if changed:
-        write_state(target, changed)
+        ensure_state_topic(target)
+        write_state(target.conn, changed)
     return len(changed)
 
 

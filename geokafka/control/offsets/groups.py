@@ -14,12 +14,11 @@ from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
 from geokafka.control.offsets._groups_io import TopicPartitionKey, committed_offsets, list_group_ids
-from geokafka.control.offsets.checkpoints import Checkpoint, checkpoints_in
+from geokafka.control.offsets.checkpoints import Checkpoint, checkpoints_in, read_target_state
 from geokafka.control.offsets.exceptions import NoCommittedOffsetsError
 from geokafka.control.offsets.index import TargetIndex
 from geokafka.control.offsets.translate import SourcePartition
 from geokafka.control.selection import select_groups, select_topics
-from geokafka.control.state_store import read_state
 from geokafka.errors import ClusterUnreachableError, TopologyError
 from geokafka.topology.schema import Flow, Topology
 
@@ -105,8 +104,8 @@ class FlowOffsets:
                 out.append(PartitionTranslation(topic, partition, committed, target_topic, None, False,
                                                 note=f"topic not replicated by flow {self.name}"))
             elif pidx is None:
-                out.append(PartitionTranslation(topic, partition, committed, target_topic, None, False,
-                                                note=f"{target_topic}/{partition} does not exist on {self.flow.target} yet"))
+                note = f"{target_topic}/{partition} does not exist on {self.flow.target} yet"
+                out.append(PartitionTranslation(topic, partition, committed, target_topic, None, False, note=note))
             else:
                 source = SourcePartition(self.flow.source, topic, partition)
                 t = pidx.translate(source, committed, progress.get((topic, partition)))
@@ -133,15 +132,17 @@ def translate_group(
     *,
     index: TargetIndex | None = None,
     fallback_to_checkpoints: bool = True,
+    timeout_s: float = 15.0,
 ) -> GroupTranslation:
     """Where ``group`` would resume on the flow's target, per replicated partition it has an offset for.
 
     Raises NoCommittedOffsetsError if the group has no committed offset on a replicated topic.
     With ``fallback_to_checkpoints``, an unreachable source is replaced by the group's last checkpoint.
+    ``timeout_s`` bounds each Kafka call (and how long an unreachable cluster is waited for).
     """
-    ctx = FlowOffsets(topology, flow_name)
+    ctx = FlowOffsets(topology, flow_name, timeout_s)
     ctx.target.check_reachable()
-    snapshot = read_state(ctx.target.conn)  # before the index: progress must not run ahead of it
+    snapshot = read_target_state(ctx.target)  # before the index: progress must not run ahead of it
     origin: OffsetsFrom = "source"
     try:
         by_group, replicated = ctx.live_offsets([group])
@@ -153,10 +154,13 @@ def translate_group(
         replicated, origin = {t for t, _ in offsets}, "checkpoint"
     mine = {tp: o for tp, o in offsets.items() if tp[0] in replicated}
     if not mine:
-        where = f"for topics of flow {flow_name}" + (f" (it has offsets on {', '.join(sorted({t for t, _ in offsets}))})" if offsets else "")
-        raise NoCommittedOffsetsError(f"group {group} has no committed offsets on {ctx.flow.source} {where}")
+        others = ", ".join(sorted({t for t, _ in offsets}))
+        also = f" (it has offsets on {others})" if others else ""
+        raise NoCommittedOffsetsError(
+            f"group {group} has no committed offsets on {ctx.flow.source} for topics of flow {flow_name}{also}"
+        )
     own_index = index is None
-    idx = index or TargetIndex(ctx.target.conn)
+    idx = index or TargetIndex(ctx.target.conn, timeout_s=timeout_s * 2)
     try:
         idx.refresh({ctx.target_topic(t) for t, _ in mine})
         partitions = ctx.translate(idx, mine, replicated, snapshot.progress(flow_name))

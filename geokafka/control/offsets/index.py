@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from typing import cast
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.connection import ClusterConnection
-from geokafka.control.offsets.translate import OffsetMapping, SourcePartition, Translation
+from geokafka.control.offsets._groups_io import end_offsets
+from geokafka.control.offsets.translate import OffsetMapping, SourcePartition, Translation, translate_offset
 from geokafka.control.provenance import SourcePosition, source_position
 from geokafka.errors import KafkaOperationError
 
@@ -41,7 +43,9 @@ class PartitionIndex:
     def add(self, target_offset: int, src: SourcePosition | None) -> None:
         """Index the record at ``target_offset`` (records must come in target order)."""
         if target_offset < self.position:
-            raise ValueError(f"{self.topic}/{self.partition}: offset {target_offset} is below read position {self.position}")
+            raise ValueError(
+                f"{self.topic}/{self.partition}: offset {target_offset} is below read position {self.position}"
+            )
         self.position = target_offset + 1
         self.records += 1
         if src is None:
@@ -67,8 +71,9 @@ class PartitionIndex:
 
     def translate(self, source: SourcePartition, committed: int, replicated_next: int | None = None) -> Translation:
         """Where a group that committed ``committed`` on ``source`` resumes in this partition."""
-        mapping = self._mappings.get(source) or OffsetMapping()
-        return mapping.translate(committed, resume_at=self.position, replicated_next=replicated_next)
+        return translate_offset(
+            self._mappings.get(source), committed, resume_at=self.position, replicated_next=replicated_next
+        )
 
 
 class TargetIndex:
@@ -113,39 +118,22 @@ class TargetIndex:
         Returns topic -> partition count; topics missing on the cluster are left out.
         """
         counts = self._partition_counts(sorted(set(topics)))
+        every = [(t, p) for t, n in counts.items() for p in range(n)]
+        stable_ends = end_offsets(self._admin, every, committed_only=True)
         ends: dict[TopicPartition, int] = {}
-        for topic, count in counts.items():
-            for p in range(count):
-                pidx = self._partitions.setdefault((topic, p), PartitionIndex(topic, p))
-                end = self._end_offset(topic, p)
-                if end < pidx.position:  # topic recreated or truncated: start over
-                    pidx = self._partitions[(topic, p)] = PartitionIndex(topic, p)
-                if end > pidx.position:
-                    ends[TopicPartition(topic, p, pidx.position or OFFSET_BEGINNING)] = end
+        for (topic, p), end in stable_ends.items():
+            pidx = self._partitions.setdefault((topic, p), PartitionIndex(topic, p))
+            if end < pidx.position:  # topic recreated or truncated: start over
+                pidx = self._partitions[(topic, p)] = PartitionIndex(topic, p)
+            if end > pidx.position:
+                ends[TopicPartition(topic, p, pidx.position or OFFSET_BEGINNING)] = end
         if ends:
             self._read(ends)
         return counts
 
     def _partition_counts(self, topics: list[str]) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for topic in topics:
-            try:
-                md = self._consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
-            except KafkaException as exc:
-                raise_mapped(self.conn, f"reading metadata of {topic}", exc)
-            if md is not None and md.error is None and md.partitions:
-                counts[topic] = len(md.partitions)
-        return counts
-
-    def _end_offset(self, topic: str, partition: int) -> int:
-        """Last stable offset (read_committed end) of one partition."""
-        try:
-            _, high = self._consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=self.timeout_s, cached=False
-            )
-        except KafkaException as exc:
-            raise_mapped(self.conn, f"reading end offset of {topic}/{partition}", exc)
-        return int(high)
+        on_cluster = self._admin.topic_partitions()
+        return {topic: on_cluster[topic] for topic in topics if on_cluster.get(topic)}
 
     def _read(self, ends: dict[TopicPartition, int]) -> None:
         """Consume each partition from its position up to at least its end offset."""
@@ -167,20 +155,29 @@ class TargetIndex:
                 if batch:
                     deadline = time.monotonic() + self.timeout_s  # a stall, not a slow read, is an error
                 for msg in batch:
-                    key = (msg.topic(), msg.partition())
-                    pidx = self._partitions[key]
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() != KafkaError._PARTITION_EOF:
-                            raise KafkaException(err)
-                        pidx.advance(msg.offset())
-                    else:
-                        if msg.offset() < pidx.position:  # the log went back: recreated topic
-                            pidx = self._partitions[key] = PartitionIndex(*key)
-                        pidx.add(msg.offset(), source_position(msg.headers()))
-                    if key in pending and pidx.position >= goal[key]:
+                    key = self._index_message(msg)
+                    if key in pending and self._partitions[key].position >= goal[key]:
                         pending.discard(key)
         except KafkaException as exc:
             raise_mapped(self.conn, "reading target topics for the offset index", exc)
         finally:
             consumer.unassign()
+
+    def _index_message(self, msg: Message) -> tuple[str, int]:
+        """Add one consumed record (or end-of-partition event) to its partition's index."""
+        topic, partition, offset = msg.topic(), msg.partition(), msg.offset()
+        if topic is None or partition is None or offset is None:
+            raise KafkaOperationError(f"cluster {self.conn.name}: consumer returned a record without coordinates")
+        key = (topic, partition)
+        pidx = self._partitions[key]
+        err = msg.error()
+        if err is not None:
+            if err.code() != KafkaError._PARTITION_EOF:
+                raise KafkaException(err)
+            pidx.advance(offset)
+            return key
+        if offset < pidx.position:  # the log went back: the topic was recreated
+            pidx = self._partitions[key] = PartitionIndex(topic, partition)
+        headers = cast("list[tuple[str, bytes | None]] | None", msg.headers())
+        pidx.add(offset, source_position(headers))
+        return key

@@ -25,11 +25,10 @@ from geokafka.control.offsets._groups_io import (
     end_offsets,
     group_activity,
 )
-from geokafka.control.offsets.checkpoints import checkpoints_in, store_checkpoints
+from geokafka.control.offsets.checkpoints import checkpoints_in, read_target_state, store_checkpoints
 from geokafka.control.offsets.groups import FlowOffsets, OffsetsFrom, PartitionTranslation, checkpoint_offsets
 from geokafka.control.offsets.index import TargetIndex
-from geokafka.control.state_store import read_state
-from geokafka.errors import ClusterUnreachableError
+from geokafka.errors import AuthError, ClusterUnreachableError, KafkaOperationError
 from geokafka.topology.schema import Topology
 
 log = logging.getLogger("geokafka.offsets")
@@ -128,6 +127,7 @@ def sync_group_offsets(
     fallback_to_checkpoints: bool = False,
     dry_run: bool = False,
     index: TargetIndex | None = None,
+    timeout_s: float = 15.0,
 ) -> SyncReport:
     """Translate the committed offsets of the flow's groups and commit them on the target.
 
@@ -136,10 +136,11 @@ def sync_group_offsets(
     is unreachable; otherwise an unreachable source raises ClusterUnreachableError.
     ``index``: pass the same :class:`TargetIndex` on every call to read the target incrementally.
     ``dry_run`` decides everything and writes nothing (no commits, no checkpoints).
+    ``timeout_s`` bounds each Kafka call (and how long an unreachable cluster is waited for).
     """
-    ctx = FlowOffsets(topology, flow_name)
+    ctx = FlowOffsets(topology, flow_name, timeout_s)
     ctx.target.check_reachable()
-    snapshot = read_state(ctx.target.conn)  # before the index: progress must not run ahead of it
+    snapshot = read_target_state(ctx.target)  # before the index: progress must not run ahead of it
     known = checkpoints_in(snapshot, flow_name)
     origin: OffsetsFrom = "source"
     try:
@@ -152,10 +153,10 @@ def sync_group_offsets(
     report = SyncReport(flow_name, ctx.flow.source, ctx.flow.target, origin, clamp_to_end, dry_run, sorted(offsets))
     if origin == "source" and not dry_run:
         mine = {g: {tp: o for tp, o in by_tp.items() if tp[0] in replicated} for g, by_tp in offsets.items()}
-        report.checkpoints_written = store_checkpoints(ctx.target.conn, flow_name, mine, known)
+        report.checkpoints_written = store_checkpoints(ctx.target, flow_name, mine, known)
 
     own_index = index is None
-    idx = index or TargetIndex(ctx.target.conn)
+    idx = index or TargetIndex(ctx.target.conn, timeout_s=timeout_s * 2)
     try:
         idx.refresh({ctx.target_topic(t) for by_tp in offsets.values() for t, _ in by_tp if t in replicated})
         progress = snapshot.progress(flow_name)
@@ -176,7 +177,9 @@ def _apply(
     dry_run: bool,
 ) -> None:
     """Decide every partition, commit group by group, and fill ``report``."""
-    placed = {g: [(t.target_topic, t.partition) for t in ts if t.target_offset is not None] for g, ts in translated.items()}
+    placed = {
+        g: [(t.target_topic, t.partition) for t in ts if t.target_offset is not None] for g, ts in translated.items()
+    }
     activity = group_activity(ctx.target, [g for g, tps in placed.items() if tps])
     previous = committed_offsets(ctx.target, placed)
     ends = end_offsets(ctx.target, {tp for tps in placed.values() for tp in tps}) if clamp_to_end else {}
@@ -190,9 +193,11 @@ def _apply(
             )
             decided.append((t, decision, before))
         to_commit: dict[TopicPartitionKey, int] = {
-            (t.target_topic, t.partition): d.offset for t, d, _ in decided if d.action == "commit" and d.offset is not None
+            (t.target_topic, t.partition): d.offset
+            for t, d, _ in decided
+            if d.action == "commit" and d.offset is not None
         }
-        refused = commit_offsets(ctx.target, group, to_commit) if to_commit and not dry_run else {}
+        refused = _commit(ctx, group, to_commit) if to_commit and not dry_run else {}
         for t, d, before in decided:
             key = (t.target_topic, t.partition)
             if key in refused:
@@ -203,3 +208,11 @@ def _apply(
                 group, t.source_topic, t.partition, t.source_offset, t.target_topic, d.offset, before,
                 t.caught_up, d.action, d.reason,
             ))
+
+
+def _commit(ctx: FlowOffsets, group: str, offsets: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, str]:
+    """Commit one group; a failure of this group alone becomes its skip reason, not the sync's end."""
+    try:
+        return commit_offsets(ctx.target, group, offsets)
+    except (KafkaOperationError, AuthError) as exc:
+        return {key: f"commit failed: {exc}" for key in offsets}

@@ -47,11 +47,11 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, order=True)
-class SourcePartition:
-    """A partition on the cluster records were copied from (the ``gk.src`` prefix)."""
+class SourcePartition(NamedTuple):
+    """A partition on the cluster records were copied from (the ``gk.src`` prefix); a tuple, to hash fast."""
 
     cluster: str
     topic: str
@@ -72,23 +72,24 @@ class Translation:
     caught_up: bool
     """True when the answer is final: nothing below ``source_offset`` is still to be replicated."""
     matched_source_offset: int | None
-    """Source offset of the record at ``target_offset`` (>= ``source_offset``; > on a gap); None if not replicated yet."""
+    """Source offset of the record at ``target_offset`` (> ``source_offset`` on a gap); None if not replicated yet."""
 
 
 class OffsetMapping:
     """Source offset -> target offset of one source partition in one target partition (see module doc)."""
 
-    __slots__ = ("_src", "_tgt", "_len", "_last_target")
+    __slots__ = ("_count", "_last_target", "_len", "_src", "_tgt")
 
     def __init__(self) -> None:
         self._src = array("q")
         self._tgt = array("q")
         self._len = array("q")
         self._last_target = -1
+        self._count = 0
 
     def __len__(self) -> int:
         """Replicated records in the mapping."""
-        return sum(self._len)
+        return self._count
 
     @property
     def runs(self) -> int:
@@ -115,6 +116,7 @@ class OffsetMapping:
         last = self.last_source_offset
         if last is not None and source_offset <= last:
             self._truncate_from(source_offset)  # invariant 2: the newest copy wins
+        self._count += 1
         if self._src:
             end = len(self._src) - 1
             run_len = self._len[end]
@@ -133,6 +135,7 @@ class OffsetMapping:
             i += 1
         keep = max(i, 0)
         del self._src[keep:], self._tgt[keep:], self._len[keep:]
+        self._count = sum(self._len)
 
     def first_at_or_after(self, source_offset: int) -> tuple[int, int] | None:
         """(source offset, target offset) of the first replicated record with source offset >= ``source_offset``."""
@@ -156,6 +159,15 @@ class OffsetMapping:
         caught_up = replicated_next is not None and replicated_next >= committed
         return Translation(committed, target, caught_up, None)
 
+    def check_invariants(self) -> None:
+        """Raise AssertionError unless invariants 1-3 hold (runs sorted, disjoint and non-empty on both sides)."""
+        for k in range(len(self._src)):
+            assert self._len[k] >= 1, f"run {k} is empty"
+            if k:
+                assert self._src[k] >= self._src[k - 1] + self._len[k - 1], f"source offsets overlap at run {k}"
+                assert self._tgt[k] >= self._tgt[k - 1] + self._len[k - 1], f"target offsets overlap at run {k}"
+        assert self._count == sum(self._len), "record count is off"
+
     def pairs(self) -> list[tuple[int, int]]:
         """Every (source, target) pair, in order (for tests and debugging; O(records))."""
         return [
@@ -167,5 +179,7 @@ def translate_offset(
     mapping: OffsetMapping | None, committed: int, *, resume_at: int, replicated_next: int | None = None
 ) -> Translation:
     """:meth:`OffsetMapping.translate`, also for a source partition nothing was replicated from yet."""
-    return (mapping or OffsetMapping()).translate(committed, resume_at=resume_at, replicated_next=replicated_next)
+    if mapping is None:
+        mapping = OffsetMapping()
+    return mapping.translate(committed, resume_at=resume_at, replicated_next=replicated_next)
 

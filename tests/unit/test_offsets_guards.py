@@ -1,0 +1,50 @@
+"""MM2's guards for group offset sync, as a pure decision per partition."""
+
+from __future__ import annotations
+
+from geokafka.control.offsets import PartitionTranslation, decide_commit
+from geokafka.control.offsets._groups_io import ABSENT, GroupActivity
+
+
+def translation(target: int | None, caught_up: bool = True, note: str = "") -> PartitionTranslation:
+    return PartitionTranslation("orders", 0, 40, "east.orders", target, caught_up, note=note)
+
+
+def test_commits_translation_to_absent_or_empty_group() -> None:
+    assert decide_commit(translation(17), previous=None, activity=ABSENT).action == "commit"
+    d = decide_commit(translation(17), previous=3, activity=GroupActivity("empty", 0))
+    assert (d.action, d.offset, d.reason) == ("commit", 17, "translated")
+
+
+def test_active_target_group_is_skipped_with_its_state() -> None:
+    d = decide_commit(translation(17), previous=None, activity=GroupActivity("stable", 2))
+    assert d.action == "skip"
+    assert "active" in d.reason and "stable" in d.reason and "2 members" in d.reason
+    # members without a stable state (rebalancing) count as active too
+    rebalancing = GroupActivity("preparing_rebalancing", 0)
+    assert decide_commit(translation(17), previous=None, activity=rebalancing).action == "skip"
+
+
+def test_never_rewinds_a_target_group() -> None:
+    d = decide_commit(translation(17), previous=25, activity=ABSENT)
+    assert (d.action, d.offset) == ("skip", 17)
+    assert "already at 25" in d.reason and "never rewound" in d.reason
+    assert decide_commit(translation(17), previous=17, activity=ABSENT).action == "unchanged"
+
+
+def test_clamp_to_end_caps_the_offset() -> None:
+    d = decide_commit(translation(17), previous=None, activity=ABSENT, end_offset=12)
+    assert (d.action, d.offset) == ("commit", 12)
+    assert "clamped to target end 12" in d.reason
+    assert decide_commit(translation(17), previous=None, activity=ABSENT, end_offset=30).offset == 17
+
+
+def test_not_caught_up_is_committed_but_marked_provisional() -> None:
+    d = decide_commit(translation(17, caught_up=False), previous=None, activity=ABSENT)
+    assert d.action == "commit" and "provisional" in d.reason
+
+
+def test_missing_target_partition_is_skipped_with_the_note() -> None:
+    note = "east.orders/0 does not exist on west yet"
+    d = decide_commit(translation(None, note=note), previous=None, activity=ABSENT)
+    assert (d.action, d.reason) == ("skip", note)
