@@ -1,7 +1,8 @@
 """Session fixtures: real local Kafka clusters and one shared SparkSession.
 
-Ports: east 41092-41094, west 42092, south 43092 (controllers +100); set
-GEOKAFKA_TEST_PORT_BASE (default 41000) to run two suites side by side.
+Ports: east 21092-21094, west 22092, south 23092 (controllers +100): below the kernel's
+ephemeral range (32768-60999), so an outgoing connection can never hold one. Set
+GEOKAFKA_TEST_PORT_BASE (default 21000) to run two suites side by side.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def base_topology(state_dir: Path) -> Topology:
     """The test clusters, with no flows."""
-    base = int(os.environ.get("GEOKAFKA_TEST_PORT_BASE", "41000"))
+    base = int(os.environ.get("GEOKAFKA_TEST_PORT_BASE", "21000"))
     text = TEST_TOPOLOGY.format(state_dir=state_dir, east=base + 92, west=base + 1092, south=base + 2092)
     return parse_topology(text, "tests/conftest.py")
 

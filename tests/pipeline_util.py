@@ -24,9 +24,14 @@ def running_mirror(topology: Topology, flows: list[str] | None = None) -> Iterat
     stop = threading.Event()
     runners: dict[str, FlowRunner] = {}
     failure: list[BaseException] = []
+    last_error: dict[str, str] = {}
 
     def on_tick(rs: list[FlowRunner]) -> None:
         runners.update({r.name: r for r in rs})
+        for r in rs:
+            if r.error is not None and str(r.error) != last_error.get(r.name):
+                last_error[r.name] = str(r.error)
+                print(f"[mirror] flow {r.name}: {r.status}: {r.error}", flush=True)
 
     def run() -> None:
         try:
@@ -41,8 +46,8 @@ def running_mirror(topology: Topology, flows: list[str] | None = None) -> Iterat
     finally:
         stop.set()
         thread.join(120)
-    if failure and not isinstance(failure[0], Exception):
-        raise failure[0]
+    if failure:
+        raise AssertionError(f"mirror failed: {type(failure[0]).__name__}: {failure[0]}") from failure[0]
 
 
 def wait_for(condition: Callable[[], Any], timeout_s: float = 60.0, what: str = "condition") -> Any:

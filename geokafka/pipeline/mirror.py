@@ -46,7 +46,7 @@ def mirror(
                 runner.tick()
             if on_tick is not None:
                 on_tick(runners)
-            if all(r.status == "error" for r in runners):
+            if all(r.status in ("error", "failed-over") for r in runners):
                 break
             stop.wait(0.5)
     finally:

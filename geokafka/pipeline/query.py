@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
+import time
 import tempfile
 from collections.abc import Callable
 from functools import partial
@@ -18,6 +20,8 @@ from geokafka.topology.schema import Flow, Pipeline
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
+
+log = logging.getLogger(__name__)
 
 BatchCallback = Callable[[int, list[dict[str, Any]]], None]
 
@@ -80,8 +84,11 @@ class FlowQuery:
         self.query: StreamingQuery = writer.trigger(processingTime=f"{pipeline.trigger_ms} milliseconds").start()
 
     def _write_batch(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
         spec = WriterSpec(**{**self._base_spec.__dict__, "expected": dict(self.expected)})
         rows = [row.asDict() for row in batch.mapInArrow(partial(write_batches, spec), OUTPUT_SCHEMA).collect()]
+        log.debug("flow %s: batch %d wrote %d records in %.2fs", self.flow_name, batch_id,
+                  sum(r["written"] for r in rows), time.monotonic() - started)
         for row in rows:
             key = f"{row['topic']}/{row['partition']}"
             hint = row["state_offset"] if row["state_offset"] >= 0 else self.expected.get(key, (-1, 0))[1]

@@ -20,7 +20,14 @@ from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
 from geokafka.control.selection import select_topics
-from geokafka.control.state_store import ends_key, ensure_state_topic, read_state, set_flow_state, write_state
+from geokafka.control.state_store import (
+    ends_key,
+    ensure_state_topic,
+    flow_role,
+    read_state,
+    set_flow_state,
+    write_state,
+)
 from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
 from geokafka.pipeline.assignment import Assignment, fence_writers, plan_assignment
 from geokafka.pipeline.query import FlowQuery
@@ -87,12 +94,14 @@ class FlowRunner:
     _next_sync: float = 0.0
     _next_heartbeat: float = 0.0
     _next_observation: float = 0.0
+    _offset_index: Any = None
 
     def __post_init__(self) -> None:
         self.flow = self.topology.flows[self.name]
         self.source = connection(self.topology, self.flow.source)
         self.target = connection(self.topology, self.flow.target)
         self.source_admin = ClusterAdmin(self.source)
+        self._observer = ClusterAdmin(self.source, timeout_s=2.0)  # must not stall the loop when the source dies
         self.target_admin = ClusterAdmin(self.target)
         self.policy = policy_for(self.flow)
 
@@ -108,8 +117,7 @@ class FlowRunner:
         # last stable offset until it times out, and the state must be read to its end.
         fence_writers(self.name, self._pairs, self.target)
         state = read_state(self.target)
-        flow_state = state.values.get(f"flow/{self.name}", {}).get("state")
-        if flow_state == "failed-over":
+        if flow_role(state, self.name) == "failed-over":
             raise errors.FlowStateError(
                 f"flow {self.name} was failed over to {self.flow.target}; run `geokafka failback {self.name}` instead"
             )
@@ -136,6 +144,11 @@ class FlowRunner:
         if self._query is not None:
             self._query.stop()
             self._query = None
+        if self._offset_index is not None:
+            self._offset_index.close()
+            self._offset_index = None
+        if self.status == "failed-over":
+            return
         if self.status != "error":
             self.status = final_state
         try:
@@ -146,11 +159,16 @@ class FlowRunner:
     def tick(self) -> None:
         """Check health, restart after failures, refresh selection, run periodic syncs."""
         now = time.monotonic()
-        if self.status == "error":
+        if self.status in ("error", "failed-over"):
             return
         if self.status == "retrying":
             if now >= self._retry_at:
                 self._try_start()
+            if self.status == "retrying" and self._next_heartbeat and now >= self._next_heartbeat:
+                self._heartbeat()  # a failover may happen while the source is unreachable
+            return
+        self._heartbeat()  # first: it notices a failover made elsewhere
+        if self.status != "running":
             return
         if self._query is not None and not self._query.active:
             failure = classify_failure(self._query.exception() or "query stopped")
@@ -167,7 +185,6 @@ class FlowRunner:
         if now >= self._next_sync:
             self._next_sync = now + self.flow.sync_interval_s
             self._periodic_sync()
-        self._heartbeat()
 
     # -- internals -------------------------------------------------------------------------
 
@@ -175,6 +192,11 @@ class FlowRunner:
         try:
             self.start()
             self._backoff = 1.0
+        except errors.FlowStateError as exc:
+            if "was failed over" in str(exc):
+                self._failed_over_elsewhere()
+            else:
+                self._fail(exc)
         except FATAL as exc:
             self._fail(exc)
         except errors.GeokafkaError as exc:
@@ -227,7 +249,7 @@ class FlowRunner:
 
     def _selection_changed(self) -> bool:
         try:
-            current = self.source_admin.topic_partitions()
+            current = self._observer.topic_partitions()
         except errors.GeokafkaError:
             return False  # the query itself will report an unreachable source
         selected = {t: current[t] for t in select_topics(current, self.flow)}
@@ -241,11 +263,11 @@ class FlowRunner:
                     if changed:
                         log.info("flow %s: %s configs synced: %s", self.name, pair.target, sorted(changed))
             if "group-offsets" in self.flow.sync:
-                try:
-                    from geokafka.control.offsets import sync_group_offsets
-                except ImportError:  # TODO(offsets): remove once the offsets package lands
-                    return
-                sync_group_offsets(self.topology, self.name)
+                from geokafka.control.offsets import TargetIndex, sync_group_offsets
+
+                if self._offset_index is None:
+                    self._offset_index = TargetIndex(self.target, timeout_s=30.0)
+                sync_group_offsets(self.topology, self.name, index=self._offset_index, timeout_s=5.0)
         except errors.GeokafkaError as exc:
             log.warning("flow %s: sync skipped: %s", self.name, exc)
 
@@ -276,15 +298,26 @@ class FlowRunner:
         """Every second: record the source's end offsets (what failover calls the last observation);
         every 5 s: the flow's state, so `status` can tell a live mirror from a dead one."""
         now = time.monotonic()
-        if force or now >= self._next_observation:
+        if self.status == "running" and (force or now >= self._next_observation):
             self._next_observation = now + 1.0
             self._observe_source_ends()
         if force or now >= self._next_heartbeat:
             self._next_heartbeat = now + 5.0
             try:
+                if flow_role(read_state(self.target, timeout_s=5.0), self.name) == "failed-over":
+                    self._failed_over_elsewhere()
+                    return
                 set_flow_state(self.target, self.name, self.status, **self._summary())
             except errors.GeokafkaError as exc:
                 log.warning("flow %s: heartbeat not written: %s", self.name, exc)
+
+    def _failed_over_elsewhere(self) -> None:
+        """`failover`/`promote` ran (maybe in another process): stop, and leave its state alone."""
+        if self._query is not None:
+            self._query.stop()
+            self._query = None
+        self.status = "failed-over"
+        self.error = None
 
     def _observe_source_ends(self) -> None:
         try:
@@ -292,7 +325,7 @@ class FlowRunner:
             ends = {
                 f"{pair.source}/{p}": high
                 for pair in self._pairs
-                for p, (_, high) in self.source_admin.watermarks(pair.source, pair.partitions).items()
+                for p, (_, high) in self._observer.watermarks(pair.source, pair.partitions).items()
             }
             write_state(self.target, {ends_key(self.name): {"at_ms": at_ms, "ends": ends}})
         except errors.GeokafkaError as exc:

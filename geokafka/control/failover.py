@@ -1,0 +1,227 @@
+"""Failover, promote and failback of a flow: move the business to the target, and back.
+
+* ``failover`` -- the source is gone. Fence the flow's writers (nothing more can land), mark
+  the flow failed-over on the target (a mirror that is still alive stops), move every synced
+  group to its translated position clamped to the target's end, and report what was lost:
+  per partition the records the last observation of the source showed but the target does
+  not have (RPO in records) and how old the oldest of them is at most (RPO in seconds).
+* ``promote`` -- a planned move. The source is reachable and producers have stopped: wait
+  until the running mirror has replicated everything, sync configs and groups a last time,
+  then fail over. RPO is 0 by construction, or the command refuses after its timeout.
+* ``failback`` -- see :mod:`geokafka.control.failback`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from geokafka.control.admin import ClusterAdmin
+from geokafka.control.connection import connection
+from geokafka.control.naming import policy_for
+from geokafka.control.selection import select_topics
+from geokafka.control.state_store import (
+    StateSnapshot,
+    ends_key,
+    flow_role,
+    read_state,
+    set_flow_role,
+    write_state,
+)
+from geokafka.control.topic_sync import TopicPair, sync_topic_configs
+from geokafka.errors import ClusterUnreachableError, FlowStateError, GeokafkaError, TopologyError
+from geokafka.pipeline.assignment import fence_writers
+from geokafka.topology.schema import Topology
+
+
+@dataclass(frozen=True)
+class PartitionLoss:
+    """One source partition at failover time."""
+
+    topic: str
+    partition: int
+    observed_end: int | None
+    replicated_next: int
+    unreplicated: int
+    rpo_seconds: float
+
+
+@dataclass
+class FailoverReport:
+    """What a failover or promote did, and what it cost."""
+
+    flow: str
+    kind: str
+    source: str
+    target: str
+    started_ms: int
+    finished_ms: int = 0
+    source_reachable: bool = False
+    observed_at_ms: int | None = None
+    partitions: list[PartitionLoss] = field(default_factory=list)
+    groups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rpo_records(self) -> int:
+        """Records known to be unreplicated."""
+        return sum(p.unreplicated for p in self.partitions)
+
+    @property
+    def rpo_seconds(self) -> float:
+        """The longest span of source writes that did not reach the target."""
+        return max((p.rpo_seconds for p in self.partitions), default=0.0)
+
+    @property
+    def duration_s(self) -> float:
+        """How long the command took (its share of the RTO)."""
+        return (self.finished_ms - self.started_ms) / 1000
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, with the totals."""
+        data = asdict(self)
+        data.update(rpo_records=self.rpo_records, rpo_seconds=round(self.rpo_seconds, 3),
+                    duration_s=round(self.duration_s, 3))
+        return data
+
+
+def flow_pairs(topology: Topology, flow_name: str, state: StateSnapshot) -> list[TopicPair]:
+    """The flow's topic pairs as its progress records know them (works without the source)."""
+    flow = topology.flows[flow_name]
+    policy = policy_for(flow)
+    partitions: dict[str, int] = {}
+    for topic, partition in state.progress(flow_name):
+        partitions[topic] = max(partitions.get(topic, 0), partition + 1)
+    observed = state.values.get(ends_key(flow_name), {}).get("ends", {})
+    for key in observed:
+        topic, _, partition = key.rpartition("/")
+        partitions[topic] = max(partitions.get(topic, 0), int(partition) + 1)
+    return [TopicPair(t, policy.remote_topic(flow.source, t), n) for t, n in sorted(partitions.items())]
+
+
+def losses(flow_name: str, state: StateSnapshot) -> tuple[int | None, list[PartitionLoss]]:
+    """Per partition: last observed source end vs replicated progress (pure)."""
+    observation = state.values.get(ends_key(flow_name), {})
+    observed_at = observation.get("at_ms")
+    ends: dict[str, int] = observation.get("ends", {})
+    progress = state.progress(flow_name)
+    last_ts = {
+        (k.split("/")[2], int(k.split("/")[3])): v.get("last_timestamp", -1)
+        for k, v in state.values.items() if k.startswith(f"progress/{flow_name}/")
+    }
+    keys = {(k.rpartition("/")[0], int(k.rpartition("/")[2])) for k in ends} | set(progress)
+    out = []
+    for topic, partition in sorted(keys):
+        end = ends.get(f"{topic}/{partition}")
+        nxt = progress.get((topic, partition), 0)
+        missing = max(0, end - nxt) if end is not None else 0
+        rpo_s = 0.0
+        if missing and observed_at is not None:
+            ts = last_ts.get((topic, partition), -1)
+            rpo_s = max(0.0, (observed_at - ts) / 1000) if ts >= 0 else float("nan")
+        out.append(PartitionLoss(topic, partition, end, nxt, missing, rpo_s))
+    return observed_at, out
+
+
+def failover(topology: Topology, flow_name: str, *, promote: bool = False, timeout_s: float = 120.0) -> FailoverReport:
+    """Fail the flow over to its target (``promote``: only once fully caught up, RPO 0)."""
+    if flow_name not in topology.flows:
+        raise TopologyError(f"unknown flow {flow_name!r} (known: {', '.join(sorted(topology.flows)) or 'none'})")
+    flow = topology.flows[flow_name]
+    target = connection(topology, flow.target)
+    report = FailoverReport(flow_name, "promote" if promote else "failover", flow.source, flow.target,
+                            int(time.time() * 1000))
+    ClusterAdmin(target).check_reachable()
+    state = read_state(target)
+    if flow_role(state, flow_name) == "failed-over":
+        raise FlowStateError(f"flow {flow_name} is already failed over to {flow.target}")
+    source_admin = ClusterAdmin(connection(topology, flow.source), timeout_s=5.0)
+    try:
+        source_admin.check_reachable()
+        report.source_reachable = True
+    except GeokafkaError:
+        if promote:
+            raise ClusterUnreachableError(
+                f"promote needs the source {flow.source} reachable; it is not: use `geokafka failover {flow_name}`"
+            ) from None
+    if promote:
+        state = _wait_caught_up(topology, flow_name, source_admin, timeout_s)
+        for pair in flow_pairs(topology, flow_name, state):
+            if "configs" in flow.sync:
+                sync_topic_configs(source_admin, ClusterAdmin(target), pair)
+    # From here on nothing more lands on the target from this flow.
+    pairs = flow_pairs(topology, flow_name, state)
+    set_flow_role(target, flow_name, "failed-over", kind=report.kind)
+    fence_writers(flow_name, pairs, target)
+    state = read_state(target)
+    report.observed_at_ms, report.partitions = losses(flow_name, state)
+    if "group-offsets" in flow.sync or flow.groups:
+        report.groups = _move_groups(topology, flow_name, report)
+    report.finished_ms = int(time.time() * 1000)
+    write_state(target, {f"report/{flow_name}": report.to_dict()})
+    set_flow_role(target, flow_name, "failed-over", kind=report.kind, rpo_records=report.rpo_records,
+                  rpo_seconds=report.rpo_seconds)
+    return report
+
+
+def _move_groups(topology: Topology, flow_name: str, report: FailoverReport) -> dict[str, list[dict[str, Any]]]:
+    from geokafka.control.offsets import sync_group_offsets
+
+    sync = sync_group_offsets(topology, flow_name, clamp_to_end=True, fallback_to_checkpoints=True)
+    if sync.offsets_from == "checkpoint":
+        report.notes.append("source unreachable: group positions come from the last checkpoint on the target")
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for action in sync.actions:
+        groups.setdefault(action.group, []).append({
+            "topic": action.target_topic, "partition": action.partition, "source_offset": action.source_offset,
+            "resume_at": action.target_offset if action.action != "skip" else action.previous_offset,
+            "action": action.action, "reason": action.reason,
+        })
+    return groups
+
+
+def _wait_caught_up(topology: Topology, flow_name: str, source: ClusterAdmin, timeout_s: float) -> StateSnapshot:
+    """Wait until the flow's progress covers every committed record on the source."""
+    flow = topology.flows[flow_name]
+    target = connection(topology, flow.target)
+    deadline = time.monotonic() + timeout_s
+    behind: list[str] = []
+    while True:
+        state = read_state(target)
+        progress = state.progress(flow_name)
+        topics = select_topics(source.topic_partitions(), flow)
+        behind = []
+        for topic in topics:
+            parts = source.topic_partitions()[topic]
+            for p, (_, end) in source.watermarks(topic, parts).items():
+                nxt = progress.get((topic, p), 0)
+                if nxt < end and _has_committed_record(source, topic, p, nxt):
+                    behind.append(f"{topic}/{p} ({end - nxt} behind)")
+        if not behind:
+            return state
+        if time.monotonic() > deadline:
+            heartbeat = state.values.get(f"flow/{flow_name}", {})
+            hint = "" if heartbeat.get("state") == "running" else f"; is `geokafka mirror {flow_name}` running?"
+            raise FlowStateError(
+                f"flow {flow_name} did not catch up within {timeout_s:.0f}s: {', '.join(behind[:5])}{hint}"
+            )
+        time.sleep(1.0)
+
+
+def _has_committed_record(source: ClusterAdmin, topic: str, partition: int, offset: int) -> bool:
+    """True if a read_committed consumer finds a record at or after ``offset`` (markers don't count)."""
+    from confluent_kafka import TopicPartition
+
+    consumer = source.consumer(**{"enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            return msg.error() is None
+        return True
+    finally:
+        consumer.close()
