@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +42,9 @@ class TopicInfo:
 
 
 def raise_mapped(conn: ClusterConnection, what: str, exc: BaseException) -> None:
-    """Re-raise a Kafka exception as the geokafka error that fits it."""
+    """Re-raise a Kafka exception (or a future's time-out) as the geokafka error that fits it."""
+    if isinstance(exc, FutureTimeout):
+        raise ClusterUnreachableError(f"cluster {conn.name} ({conn.bootstrap}) did not answer: {what}") from None
     err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
     code = err.code() if isinstance(err, KafkaError) else None
     text = err.str() if isinstance(err, KafkaError) else str(exc)
@@ -103,7 +106,7 @@ class ClusterAdmin:
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
         try:
             entries = self._admin.describe_configs([resource])[resource].result(timeout=self.timeout_s)
-        except KafkaException as exc:
+        except (KafkaException, FutureTimeout) as exc:
             raise_mapped(self.conn, f"describing configs of {topic}", exc)
         return {
             name: entry.value for name, entry in entries.items()
@@ -116,6 +119,8 @@ class ClusterAdmin:
         try:
             self._admin.create_topics([new], operation_timeout=self.timeout_s)[topic].result(timeout=self.timeout_s)
             created = True
+        except FutureTimeout as exc:
+            raise_mapped(self.conn, f"creating topic {topic}", exc)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise_mapped(self.conn, f"creating topic {topic}", exc)
@@ -127,6 +132,8 @@ class ClusterAdmin:
         """Grow ``topic`` to ``total`` partitions."""
         try:
             self._admin.create_partitions([NewPartitions(topic, total)])[topic].result(timeout=self.timeout_s)
+        except FutureTimeout as exc:
+            raise_mapped(self.conn, f"adding partitions to {topic}", exc)
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.INVALID_PARTITIONS:
                 raise_mapped(self.conn, f"adding partitions to {topic}", exc)
@@ -144,7 +151,7 @@ class ClusterAdmin:
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=entries)
         try:
             self._admin.incremental_alter_configs([resource])[resource].result(timeout=self.timeout_s)
-        except KafkaException as exc:
+        except (KafkaException, FutureTimeout) as exc:
             raise_mapped(self.conn, f"altering configs of {topic}", exc)
 
     def wait_for_leaders(self, topic: str, partitions: int) -> None:

@@ -268,7 +268,7 @@ class FlowRunner:
                 if self._offset_index is None:
                     self._offset_index = TargetIndex(self.target, timeout_s=30.0)
                 sync_group_offsets(self.topology, self.name, index=self._offset_index, timeout_s=5.0)
-        except errors.GeokafkaError as exc:
+        except Exception as exc:  # noqa: BLE001 - a failed sync must never stop replication
             log.warning("flow %s: sync skipped: %s", self.name, exc)
 
     def _record_batch(self, batch_id: int, rows: list[dict[str, Any]]) -> None:
