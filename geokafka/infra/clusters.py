@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from geokafka.errors import TopologyError
 from geokafka.infra.local_cluster import LocalClusterSpec, NodeSpec
 from geokafka.topology.ports import broker_ports, controller_ports
 from geokafka.topology.schema import Cluster, Topology
@@ -32,7 +33,12 @@ def local_cluster_spec(name: str, cluster: Cluster, state_dir: Path) -> LocalClu
 
 
 def local_cluster_specs(topology: Topology, only: list[str] | None = None) -> list[LocalClusterSpec]:
-    """Specs of every local cluster (or of the named ones)."""
+    """Specs of every local cluster (or of the named ones, which must be local clusters)."""
+    for name in only or ():
+        if name not in topology.clusters:
+            raise TopologyError(f"unknown cluster {name!r} (known: {', '.join(sorted(topology.clusters))})")
+        if topology.clusters[name].local is None:
+            raise TopologyError(f"cluster {name!r} has no local: block, so geokafka does not start or stop it")
     return [
         local_cluster_spec(name, cluster, topology.pipeline.state_dir)
         for name, cluster in topology.clusters.items()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from geokafka.errors import ClusterUnreachableError, EnvironmentError_
 from geokafka.infra import jars
-from geokafka.infra.processes import running_pid, signal_process, start_process, stop_process
+from geokafka.infra.processes import running_pid, signal_process, start_process, stop_process, stop_processes
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 HOST = "127.0.0.1"
@@ -138,10 +138,12 @@ def start_clusters(specs: list[LocalClusterSpec], timeout_s: float = 90.0) -> di
                         f"cluster {spec.name}: port {port} (node {node.node_id}) is already in use by another process"
                     )
     classpath = jars.kafka_classpath()
+    formats = []
     for spec, to_start in plans:
         cluster_id = _cluster_id(spec)
-        for node in to_start:
-            _prepare_node(spec, node, classpath, cluster_id)
+        formats += [(spec, node, _prepare_node(spec, node, classpath, cluster_id)) for node in to_start]
+    for spec, node, proc in formats:
+        _await_format(spec, node, proc)
     for spec, to_start in plans:
         for node in to_start:
             _launch_node(spec, node, classpath)
@@ -162,16 +164,21 @@ def start_node(spec: LocalClusterSpec, node_id: int) -> None:
     node = spec.node(node_id)
     if running_pid(_pid_file(spec, node)) is None:
         classpath = jars.kafka_classpath()
-        _prepare_node(spec, node, classpath, _cluster_id(spec))
+        _await_format(spec, node, _prepare_node(spec, node, classpath, _cluster_id(spec)))
         _launch_node(spec, node, classpath)
 
 
 def stop_cluster(spec: LocalClusterSpec) -> int:
-    """Stop every node (brokers first, then controllers); return how many were running."""
-    stopped = 0
-    for node in sorted(spec.nodes, key=lambda n: (n.is_controller, n.node_id)):
-        stopped += stop_process(_pid_file(spec, node))
-    return stopped
+    """Stop every node (brokers first, then controllers); return how many were running.
+
+    Each group is signalled at once: stopped one by one, the last KRaft voters have no quorum
+    left to approve their controlled shutdown and hang until killed. A voter still running
+    after the majority has gone cannot finish either, so it is killed after a short grace.
+    """
+    brokers_only = [_pid_file(spec, n) for n in spec.nodes if not n.is_controller]
+    controllers = [_pid_file(spec, n) for n in spec.nodes if n.is_controller]
+    majority = len(controllers) // 2 + 1
+    return stop_processes(brokers_only) + stop_processes(controllers, quorum=majority)
 
 
 def stop_node(spec: LocalClusterSpec, node_id: int) -> bool:
@@ -201,19 +208,45 @@ def port_is_free(port: int) -> bool:
     return True
 
 
+def listening_ports() -> set[int] | None:
+    """TCP ports in LISTEN state on this machine, from ``/proc/net`` (None where it is absent)."""
+    ports: set[int] = set()
+    readable = False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text(encoding="ascii").splitlines()[1:]
+        except OSError:
+            continue
+        readable = True
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 3 and fields[3] == "0A":  # 0A = TCP_LISTEN
+                ports.add(int(fields[1].rpartition(":")[2], 16))
+    return ports if readable else None
+
+
 def wait_until_ready(spec: LocalClusterSpec, timeout_s: float) -> dict[int, str | None]:
     """Wait until the metadata of the cluster lists every broker; return broker id -> rack."""
     from confluent_kafka.admin import AdminClient  # local import: keeps `geokafka --help` fast
 
     expected = {n.node_id for n in spec.brokers}
     deadline = time.monotonic() + timeout_s
-    admin = AdminClient({"bootstrap.servers": spec.bootstrap, "log_level": 0, "logger": _quiet()})
+    admin = None
     seen: set[int] = set()
     while time.monotonic() < deadline:
         dead = [n.node_id for n in spec.nodes if running_pid(_pid_file(spec, n)) is None]
         if dead:
             log = spec.node_dir(dead[0]) / "logs" / "server.log"
             raise ClusterUnreachableError(f"cluster {spec.name}: node {dead[0]} exited during start-up (see {log})")
+        if admin is None:
+            # Connecting to a loopback port nobody listens on yet can pick that very port as
+            # the ephemeral source port (a TCP self-connect), which then keeps the broker from
+            # binding it. So no client connects before every broker port is listening.
+            listening = listening_ports()
+            if listening is not None and any(n.broker_port not in listening for n in spec.brokers):
+                time.sleep(0.2)
+                continue
+            admin = AdminClient({"bootstrap.servers": spec.bootstrap, "log_level": 0, "logger": _quiet()})
         try:
             described = admin.describe_cluster(request_timeout=3).result(timeout=4)
             seen = {node.id for node in described.nodes}
@@ -244,20 +277,30 @@ def _cluster_id(spec: LocalClusterSpec) -> str:
     return candidate
 
 
-def _prepare_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str, cluster_id: str) -> None:
+def _prepare_node(
+    spec: LocalClusterSpec, node: NodeSpec, classpath: str, cluster_id: str
+) -> subprocess.Popen[str] | None:
+    """Write the node's config; start formatting its storage if new (see :func:`_await_format`)."""
     node_dir = spec.node_dir(node.node_id)
     (node_dir / "logs").mkdir(parents=True, exist_ok=True)
     config = node_dir / "server.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in server_properties(spec, node).items()))
     if (node_dir / "data" / "meta.properties").exists():
-        return
-    result = subprocess.run(
+        return None
+    return subprocess.Popen(  # noqa: S603 - the command is built by geokafka
         ["java", "-cp", classpath, *_jvm_logging(node_dir), "kafka.tools.StorageTool", "format",
          "-t", cluster_id, "-c", str(config), "--ignore-formatted"],
-        capture_output=True, text=True, check=False,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
     )
-    if result.returncode != 0:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["?"]
+
+
+def _await_format(spec: LocalClusterSpec, node: NodeSpec, proc: subprocess.Popen[str] | None) -> None:
+    """Wait for a format started by :func:`_prepare_node` (formats of several nodes run in parallel)."""
+    if proc is None:
+        return
+    output, _ = proc.communicate()
+    if proc.returncode != 0:
+        tail = output.strip().splitlines()[-1:] or ["?"]
         raise EnvironmentError_(f"cluster {spec.name}: formatting node {node.node_id} failed: {tail[0]}")
 
 

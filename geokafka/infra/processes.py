@@ -21,6 +21,11 @@ def start_process(cmd: list[str], pid_file: Path, log_file: Path, marker: str, c
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True
         )
     pid_file.write_text(f"{proc.pid}\n{marker}\n", encoding="utf-8")
+    # Just after exec the kernel shows an empty command line for a moment (longer on a busy
+    # machine), and running_pid() would call the new process dead: wait until it shows.
+    deadline = time.monotonic() + 10.0
+    while proc.poll() is None and marker not in _cmdline(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
     return proc.pid
 
 
@@ -35,8 +40,8 @@ def running_pid(pid_file: Path) -> int | None:
         os.waitpid(pid, os.WNOHANG)  # reap it if it is our own exited child
     except ChildProcessError:
         pass
+    cmdline = _cmdline(pid)
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return None
@@ -47,21 +52,35 @@ def running_pid(pid_file: Path) -> int | None:
 
 def stop_process(pid_file: Path, timeout_s: float = 20.0) -> bool:
     """SIGTERM the recorded process, SIGKILL it after ``timeout_s``; True if one was running."""
-    pid = running_pid(pid_file)
-    if pid is None:
-        pid_file.unlink(missing_ok=True)
-        return False
-    _signal(pid, signal.SIGCONT)  # a paused process cannot handle SIGTERM
-    _signal(pid, signal.SIGTERM)
+    return stop_processes([pid_file], timeout_s) == 1
+
+
+def stop_processes(pid_files: list[Path], timeout_s: float = 20.0, quorum: int = 0, grace_s: float = 6.0) -> int:
+    """SIGTERM every recorded process at once, SIGKILL those left after ``timeout_s``; how many ran.
+
+    Signalled together so that processes which need each other to shut down cleanly (the
+    KRaft voters of a cluster) do not wait for peers that are already gone. Once fewer than
+    ``quorum`` of them still run, the rest cannot finish cleanly: they get ``grace_s`` more.
+    """
+    running = {pid_file: pid for pid_file in pid_files if (pid := running_pid(pid_file)) is not None}
+    for pid in running.values():
+        _signal(pid, signal.SIGCONT)  # a paused process cannot handle SIGTERM
+        _signal(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and running_pid(pid_file) is not None:
+    left = dict(running)
+    while left and time.monotonic() < deadline:
         time.sleep(0.1)
-    if running_pid(pid_file) is not None:
+        left = {pid_file: pid for pid_file, pid in left.items() if running_pid(pid_file) is not None}
+        if 0 < len(left) < quorum:
+            deadline = min(deadline, time.monotonic() + grace_s)
+            quorum = 0
+    for pid in left.values():
         _signal(pid, signal.SIGKILL)
-        while running_pid(pid_file) is not None:
-            time.sleep(0.05)
-    pid_file.unlink(missing_ok=True)
-    return True
+    while any(running_pid(pid_file) is not None for pid_file in left):
+        time.sleep(0.05)
+    for pid_file in pid_files:
+        pid_file.unlink(missing_ok=True)
+    return len(running)
 
 
 def signal_process(pid_file: Path, sig: signal.Signals) -> bool:
@@ -74,6 +93,14 @@ def signal_process(pid_file: Path, sig: signal.Signals) -> bool:
         while running_pid(pid_file) is not None:
             time.sleep(0.02)
     return True
+
+
+def _cmdline(pid: int) -> str:
+    """The command line of ``pid`` ("" if there is no such process)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

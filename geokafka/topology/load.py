@@ -24,6 +24,9 @@ def load_topology(path: Path | str = DEFAULT_FILE) -> Topology:
         raise TopologyError(f"{path}: topology file not found") from None
     except OSError as exc:
         raise TopologyError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise TopologyError(f"{path}:{line}: not UTF-8 text (byte {exc.start})") from None
     return parse_topology(text, str(path))
 
 
@@ -39,6 +42,10 @@ def parse_topology(text: str, source: str = "<topology>") -> Topology:
         raise TopologyError(f"{where}: invalid YAML: {problem}") from None
     if not isinstance(data, dict):
         raise TopologyError(f"{source}: expected a mapping at the top level (clusters:, flows:, ...)")
+    duplicate = _first_duplicate_key(node, ())
+    if duplicate is not None:
+        key_path, line, first_line = duplicate
+        raise TopologyError(f"{source}:{line}: {'.'.join(key_path)}: duplicate key (first on line {first_line})")
     try:
         topology = Topology.model_validate(data)
     except ValidationError as exc:
@@ -59,9 +66,17 @@ def cross_reference_errors(topology: Topology) -> list[tuple[tuple[str, ...], st
             ref = getattr(flow, role)
             if ref not in topology.clusters:
                 problems.append((("flows", name, role), f"unknown cluster {ref!r}"))
+            elif flow.rename == "prefix" and flow.separator in ref:
+                problems.append((
+                    ("flows", name, "separator"),
+                    f"separator {flow.separator!r} occurs in cluster name {ref!r}, so prefixed names are ambiguous",
+                ))
     owner: dict[int, str] = {}
     for name, cluster in topology.clusters.items():
         if cluster.local is None:
+            continue
+        if max(local_ports(cluster)) > 65535:
+            problems.append((("clusters", name, "local"), f"ports run up to {max(local_ports(cluster))}, above 65535"))
             continue
         for port in local_ports(cluster):
             if port in owner:
@@ -71,6 +86,32 @@ def cross_reference_errors(topology: Topology) -> list[tuple[tuple[str, ...], st
                 break
             owner[port] = name
     return problems
+
+
+def _first_duplicate_key(
+    node: yaml.Node | None, key_path: tuple[str, ...], seen: set[int] | None = None
+) -> tuple[tuple[str, ...], int, int] | None:
+    """The first key given twice in one mapping (YAML keeps the last one silently)."""
+    seen = set() if seen is None else seen
+    if node is None or id(node) in seen:
+        return None
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict[str, int] = {}
+        for key, value in node.value:
+            name = str(key.value)
+            if name in lines and key.tag != "tag:yaml.org,2002:merge":
+                return (*key_path, name), key.start_mark.line + 1, lines[name]
+            lines.setdefault(name, key.start_mark.line + 1)
+            found = _first_duplicate_key(value, (*key_path, name), seen)
+            if found is not None:
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            found = _first_duplicate_key(item, (*key_path, str(index)), seen)
+            if found is not None:
+                return found
+    return None
 
 
 def _first_error(exc: ValidationError, node: yaml.Node | None, source: str) -> str:

@@ -149,7 +149,9 @@ class Flow(_Model):
     topics: list[str] = Field(default_factory=lambda: [".*"], description="regexes of topics to replicate")
     exclude: list[str] = Field(default_factory=list, description="regexes of topics never to replicate")
     rename: Literal["prefix", "identity"] = Field("prefix", description="'<source>.<topic>' or the same name")
-    separator: str = Field(".", min_length=1, max_length=3, description="separator of prefix naming")
+    separator: str = Field(
+        ".", pattern=r"^[A-Za-z0-9._-]{1,3}$", description="separator of prefix naming (characters legal in topic names)"
+    )
     groups: list[str] = Field(default_factory=list, description="regexes of consumer groups whose offsets follow")
     exclude_groups: list[str] = Field(default_factory=list)
     sync: list[SyncKind] = Field(default_factory=lambda: ["configs", "partitions"])
@@ -173,7 +175,7 @@ class Pipeline(_Model):
     master: str = Field("local[*]", description="Spark master: local[*], spark://..., k8s://..., yarn")
     state_dir: Path = Field(Path(".geokafka/state"), description="local clusters' data, logs and run state")
     trigger_ms: int = Field(200, ge=0, le=600_000, description="micro-batch interval (0 = as fast as possible)")
-    max_records_per_batch: int = Field(500_000, ge=1, description="maxOffsetsPerTrigger per query")
+    max_records_per_batch: int = Field(100_000, ge=1, description="maxOffsetsPerTrigger per query (bounds batch time)")
     topic_refresh_s: float = Field(30.0, gt=0, le=3600, description="how often topic selection is re-evaluated")
     spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark configuration")
 

@@ -1,0 +1,119 @@
+"""The session fixtures are real Kafka clusters: racks, records, and a broker that crashes and comes back."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from geokafka.control.connection import ClusterConnection
+from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, listening_ports, running_nodes, start_node
+from kafka_util import create_topic, produce, read_all
+
+pytestmark = pytest.mark.integration
+
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float, every_s: float = 0.5) -> T:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what`` after the deadline."""
+    deadline = time.monotonic() + timeout_s
+    last: T | None = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+        except Exception:  # noqa: BLE001 - a cluster in transition may refuse a call; poll again
+            last = None
+        if last:
+            return last
+        time.sleep(every_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def broker_racks(admin: AdminClient) -> dict[int, str | None]:
+    described = admin.describe_cluster(request_timeout=5).result(timeout=10)
+    return {node.id: node.rack for node in described.nodes}
+
+
+def partition_state(admin: AdminClient, topic: str) -> dict[int, tuple[int, list[int]]]:
+    """partition -> (leader, sorted ISR), as the cluster's metadata says now."""
+    md = admin.list_topics(topic, timeout=5).topics[topic]
+    return {p: (m.leader, sorted(m.isrs)) for p, m in md.partitions.items()}
+
+
+def test_east_has_three_brokers_on_distinct_racks(east: ClusterConnection) -> None:
+    racks = broker_racks(AdminClient(east.librdkafka()))
+    assert racks == {1: "east-a", 2: "east-b", 3: "east-c"}
+
+
+@pytest.mark.parametrize("cluster", ["east", "west", "south"])
+def test_every_cluster_stores_and_serves_records(
+    request: pytest.FixtureRequest, unique: Callable[[str], str], cluster: str
+) -> None:
+    conn: ClusterConnection = request.getfixturevalue(cluster)
+    topic = unique(f"serve-{cluster}")
+    create_topic(conn, topic, partitions=2, rf=3 if cluster == "east" else 1)
+    produce(conn, topic, [{"key": f"k{i}".encode(), "value": f"v{i}".encode(), "partition": i % 2} for i in range(10)])
+    records = read_all(conn, topic)
+    assert sorted(r.value for r in records) == sorted(f"v{i}".encode() for i in range(10))
+    assert {r.partition for r in records} == {0, 1}
+
+
+def test_a_killed_broker_leaves_the_metadata_and_rejoins_after_restart(
+    local_clusters: dict[str, LocalClusterSpec], east: ClusterConnection, unique: Callable[[str], str]
+) -> None:
+    spec = local_clusters["east"]
+    victim = 2
+    survivor_port = spec.node(1).broker_port
+    # Clients of this test bootstrap from a survivor only, so none keeps dialling the dead port.
+    survivor = dataclasses.replace(east, bootstrap=f"127.0.0.1:{survivor_port}")
+    admin = AdminClient(survivor.librdkafka())
+    topic = unique("kill-9")
+    create_topic(east, topic, partitions=3, rf=3)
+    wait_for("a full ISR on every partition", lambda: all(
+        isr == [1, 2, 3] for _, isr in partition_state(admin, topic).values()
+    ), 30)
+    old_pid = running_nodes(spec)[victim]
+
+    assert kill_node(spec, victim)  # SIGKILL: a crash, no controlled shutdown
+    try:
+        assert victim not in running_nodes(spec)
+        assert not _alive(old_pid)
+        # The controller fences the silent broker (broker.session.timeout.ms, 9 s by default):
+        # it leaves the cluster metadata and every ISR, and loses its leaderships.
+        wait_for("broker 2 to leave the metadata", lambda: sorted(broker_racks(admin)) == [1, 3], 60)
+
+        def without_victim() -> dict[int, tuple[int, list[int]]] | None:
+            state = partition_state(admin, topic)
+            return state if all(victim not in isr and leader != victim for leader, isr in state.values()) else None
+
+        state = wait_for("ISRs without broker 2", without_victim, 30)
+        assert all(leader in (1, 3) and isr == [1, 3] for leader, isr in state.values()), state
+        # The two survivors keep serving writes and reads.
+        produce(survivor, topic, [{"key": b"during", "value": b"the outage", "partition": 0}])
+    finally:
+        start_node(spec, victim)
+        port = spec.node(victim).broker_port
+        # Nothing dials the port before it listens (see wait_until_ready on TCP self-connects).
+        wait_for("broker 2 to listen again", lambda: port in (listening_ports() or {port}), 120, 0.2)
+        wait_for("broker 2 back in the metadata", lambda: broker_racks(admin).get(victim) == "east-b", 60)
+        wait_for("broker 2 back in every ISR", lambda: all(
+            isr == [1, 2, 3] for _, isr in partition_state(admin, topic).values()
+        ), 60)
+
+    new_pid = running_nodes(spec)[victim]
+    assert new_pid != old_pid
+    assert broker_racks(admin) == {1: "east-a", 2: "east-b", 3: "east-c"}
+    assert [(r.key, r.value) for r in read_all(east, topic) if r.partition == 0] == [(b"during", b"the outage")]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

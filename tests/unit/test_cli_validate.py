@@ -1,0 +1,126 @@
+"""`geokafka validate`, `up` and `down` in-process (click's CliRunner): errors are one line and an exit code.
+
+Nothing here starts a broker: every `up` below fails before launching anything.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from geokafka.cli.main import cli
+
+VALID = """\
+clusters:
+  east:
+    bootstrap: 127.0.0.1:44092
+    local: {brokers: 3, racks: [a, b, c]}
+  west:
+    bootstrap: 127.0.0.1:45092
+    local: {brokers: 1}
+  cloud:
+    bootstrap: kafka.example.com:9092
+flows:
+  east-to-west: {source: east, target: west}
+pipeline:
+  state_dir: STATE
+"""
+
+# (id, file text, the one line expected on stderr after "TopologyError: <file>")
+BROKEN = [
+    ("typo-in-key", VALID.replace("local: {brokers: 1}", "locl: {brokers: 1}"), ":7: clusters.west.locl: unknown key"),
+    (
+        "duplicate-port",
+        VALID.replace("127.0.0.1:45092", "127.0.0.1:44094"),
+        ":7: clusters.west.local: port 44094 is also used by cluster 'east'",
+    ),
+    (
+        "flow-to-unknown-cluster",
+        VALID.replace("target: west", "target: wets"),
+        ":11: flows.east-to-west.target: unknown cluster 'wets'",
+    ),
+    ("invalid-yaml", VALID.replace("{brokers: 1}", "{brokers: 1"), ":8: invalid YAML: "),
+]
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner(env=env).invoke(cli, list(args))
+
+
+@pytest.fixture
+def topology_file(tmp_path: Path) -> Path:
+    path = tmp_path / "geokafka.yaml"
+    path.write_text(VALID.replace("STATE", str(tmp_path / "state")), encoding="utf-8")
+    return path
+
+
+def test_valid_file(topology_file: Path) -> None:
+    result = run("-f", str(topology_file), "validate")
+    assert result.exit_code == 0, result.output
+    # rich wraps long lines at the console width: compare words, not line breaks
+    assert result.stdout.split() == f"{topology_file}: valid (3 clusters, 1 flows)".split()
+    assert result.stderr == ""
+
+
+def test_valid_file_as_json(topology_file: Path) -> None:
+    result = run("-f", str(topology_file), "--json", "validate")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {
+        "file": str(topology_file),
+        "clusters": ["cloud", "east", "west"],
+        "flows": {"east-to-west": "east -> west"},
+        "stretch": None,
+    }
+
+
+def test_file_from_the_environment(topology_file: Path) -> None:
+    result = run("validate", env={"GEOKAFKA_FILE": str(topology_file)})
+    assert result.exit_code == 0, result.output
+    assert "valid (3 clusters" in result.stdout
+
+
+@pytest.mark.parametrize(("text", "expected"), [(t, e) for _, t, e in BROKEN], ids=[i for i, _, _ in BROKEN])
+def test_broken_file_is_one_line_and_exit_code_2(tmp_path: Path, text: str, expected: str) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = run("-f", str(path), "validate")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"TopologyError: {path}{expected}"), lines[0]
+    assert "Traceback" not in result.output
+    assert isinstance(result.exception, SystemExit)  # a clean exit, not an escaped exception
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    result = run("-f", str(tmp_path / "nope.yaml"), "validate")
+    assert result.exit_code == 2
+    assert result.stderr == f"TopologyError: {tmp_path / 'nope.yaml'}: topology file not found\n"
+
+
+def test_help_does_not_read_the_topology(tmp_path: Path) -> None:
+    result = run("-f", str(tmp_path / "nope.yaml"), "up", "--help")
+    assert result.exit_code == 0
+    assert "Start the topology's local clusters" in result.stdout
+
+
+@pytest.mark.parametrize(("name", "says"), [
+    ("nope", "TopologyError: unknown cluster 'nope' (known: cloud, east, west)"),
+    ("cloud", "TopologyError: cluster 'cloud' has no local: block"),
+])
+def test_up_and_down_refuse_names_that_are_not_local_clusters(topology_file: Path, name: str, says: str) -> None:
+    for command in ("up", "down"):
+        result = run("-f", str(topology_file), command, name)
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(says), result.stderr
+    assert not (topology_file.parent / "state").exists()  # nothing was prepared, let alone started
+
+
+def test_down_when_nothing_runs(topology_file: Path) -> None:
+    result = run("-f", str(topology_file), "--json", "down")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == {"east": 0, "west": 0}
