@@ -1,0 +1,107 @@
+"""`geokafka drill ...`: disaster-recovery drills on real local clusters."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.cli.plan_cmd import LAYOUTS
+from geokafka.operations.drill import StretchDrillOptions, StretchDrillResult, raise_on_disagreement, run_stretch_drill
+from geokafka.planning import TOPOLOGY, resolve_layout
+from geokafka.topology.schema import Pipeline
+
+
+@click.group()
+def drill() -> None:
+    """DR drills on real local clusters: kill a site, measure RPO and RTO, check the plan."""
+
+
+@drill.command("stretch")
+@click.option("--layout", type=click.Choice(LAYOUTS), default=TOPOLOGY,
+              help="the topology file's stretch: block, or a built-in layout (3dc, 2dc = 2+1 quorum split, ...)")
+@click.option("--dc", default=None, help="the DC to lose [default: the one whose loss the plan finds worst]")
+@click.option("--kill-after", type=click.FloatRange(1, 600), default=5.0, help="seconds of traffic before the kill")
+@click.option("--observe", type=click.FloatRange(5, 600), default=20.0,
+              help="seconds to watch for writes to resume by themselves after the kill")
+@click.option("--rate", type=click.FloatRange(10, 5000), default=200.0, help="records produced per second")
+@click.option("--heap-mb", type=click.IntRange(128, 4096), default=256, help="JVM heap of each Kafka process")
+@click.option("--recover/--no-recover", default=False,
+              help="after the observation window, run the plan's manual steps and measure the RTO they give")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"),
+              help="folder of the JSON report and PNG timeline")
+@click.option("--json", "json_flag", is_flag=True, help="print the report as JSON (as `geokafka --json drill stretch`)")
+@pass_ctx
+def stretch(ctx: CliContext, layout: str, dc: str | None, kill_after: float, observe: float, rate: float,
+            heap_mb: int, recover: bool, out: Path, json_flag: bool) -> None:
+    """Lose one DC of a real local stretched cluster and compare RPO/RTO with `geokafka plan`.
+
+    Starts the layout as local KRaft processes (broker.rack = DC, controllers placed per DC,
+    ports from the layout's base_port), creates its topics with the planned assignment,
+    produces with the topics' acks while a consumer reads, then SIGKILLs every process of
+    the DC. Exits with DrillFailedError (code 11) when reality disagrees with the plan.
+
+    Only processes this drill started are killed, found by their PID files. WAN latency
+    between DCs is NOT emulated (every process binds 127.0.0.1): this is a process-kill drill.
+    """
+    if json_flag:
+        ctx.json_output = True
+    topology = ctx.topology if layout == TOPOLOGY or ctx.file.exists() else None
+    stretch_block = resolve_layout(layout, topology.stretch if topology else None)
+    state_dir = topology.pipeline.state_dir if topology else Pipeline().state_dir
+    opts = StretchDrillOptions(
+        layout_name=layout, stretch=stretch_block, home=(state_dir / "drills" / f"stretch-{layout}").absolute(),
+        out_dir=out, dc=dc, kill_after_s=kill_after, observe_s=observe, rate=rate, heap_mb=heap_mb,
+        recover=recover,
+    )
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill` still stops every process the drill started
+    try:
+        if ctx.json_output:
+            result = run_stretch_drill(opts, check=False)
+        else:
+            with ctx.console.status("starting the stretched cluster...") as status:
+                result = run_stretch_drill(
+                    opts, on_event=lambda text: ctx.console.log(text),
+                    on_tick=lambda text: status.update(text), check=False,
+                )
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    ctx.emit(result.report, _summary(result))
+    notes = list(result.comparison.disagreements) + list(result.comparison.notes)
+    notes += [result.report["emulation"]["note"], f"report: {result.json_path}", f"timeline: {result.png_path}"]
+    for note in notes:
+        ctx.info(f"- {note}")
+    raise_on_disagreement(result)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _summary(result: StretchDrillResult) -> Table:
+    r = result.report
+    plan, m = r["plan"], r["measured"]
+    table = Table("", "plan", "drill", title=f"stretch drill {r['layout']}: lose {r['lost_dc']}")
+    table.add_row("quorum", "survives" if plan["quorum"]["survives"] else "lost",
+                  {True: "answers", False: "does not answer", None: "-"}[m["quorum_available"]])
+    plan_rto = "≈ 0 (automatic)" if plan["rto_zero"] else "> 0 (manual steps)"
+    if m["rto_s"] is None:
+        drill_rto = (f"{m['partitions_resumed']}/{len(m['partitions'])} partitions accepted writes again within "
+                     f"{r['options']['observe_s']:.0f} s")
+    else:
+        drill_rto = f"{m['rto_s']:.1f} s ({m['rto_kind']})"
+    table.add_row("RTO", plan_rto, drill_rto)
+    plan_rpo = "0" if plan["rpo_zero"] else "> 0 possible"
+    drill_rpo = f"{m['acked_lost']} of {m['acked']} acked records lost"
+    if m["acked_unreadable"]:
+        drill_rpo += f", {m['acked_unreadable']} unreadable (no leader can serve them)"
+    table.add_row("RPO", plan_rpo, drill_rpo)
+    verdict = "[green]agrees[/green]" if result.comparison.agrees else "[red]DISAGREES[/red]"
+    table.add_row("verdict", "", verdict)
+    return table
+
+
+COMMANDS = [drill]

@@ -1,0 +1,67 @@
+"""The drill's files: a JSON report and a PNG timeline of acknowledged writes per second."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def write_json(report: dict[str, Any], path: Path) -> Path:
+    """Write ``report`` as indented JSON."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    return path
+
+
+def write_png(
+    path: Path,
+    title: str,
+    acked_per_s: list[int],
+    consumed_per_s: list[int],
+    kill_at_s: float,
+    kill_label: str,
+    resumed_at_s: float | None,
+    recovery_at_s: float | None = None,
+) -> Path:
+    """Acked (and consumed) records per second, the kill and the moment writes resumed marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, ax = plt.subplots(figsize=(12, 4), dpi=100)
+    seconds = list(range(len(acked_per_s)))
+    ax.step(seconds, acked_per_s, where="post", label="acknowledged writes/s", color="tab:blue", linewidth=1.8)
+    if consumed_per_s:
+        ax.step(seconds, consumed_per_s, where="post", label="consumed/s", color="tab:gray", linewidth=1,
+                alpha=0.7)
+    ax.axvline(kill_at_s, color="tab:red", linewidth=2, label=kill_label)
+    if recovery_at_s is not None:
+        ax.axvline(recovery_at_s, color="tab:orange", linestyle=":", linewidth=2, label="manual steps start")
+    if resumed_at_s is not None:
+        ax.axvline(resumed_at_s, color="tab:green", linestyle="--", linewidth=2,
+                   label=f"writes resumed (+{resumed_at_s - kill_at_s:.1f} s)")
+    else:
+        ax.text(kill_at_s + 0.5, max(acked_per_s or [1]) * 0.5, "writes did not resume", color="tab:red")
+    busy = sorted(n for n in acked_per_s if n)
+    steady = busy[len(busy) // 2] if busy else 0
+    top = max(acked_per_s or [1])
+    if steady and top > 3 * steady:  # a backlog flushed at once would flatten everything else
+        cap = 3 * steady
+        ax.set_ylim(0, cap * 1.1)
+        for second, n in enumerate(acked_per_s):
+            if n > cap:
+                ax.annotate(f"{n} (backlog)", (second, cap), fontsize=8, ha="right", va="top", color="tab:blue")
+    else:
+        ax.set_ylim(bottom=0)
+    ax.set_xlabel("seconds since traffic start")
+    ax.set_ylabel("records / s")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

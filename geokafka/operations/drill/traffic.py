@@ -1,0 +1,212 @@
+"""Drill traffic: a paced producer that records exactly which records were acknowledged, a
+live consumer, and the read-back that decides which acknowledged records survived.
+
+Every record's value is its sequence number. A record counts as *acknowledged* only when its
+delivery callback reported success (with its partition and offset); records still queued or in
+flight when the drill ends are purged and count as not acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+Partition = tuple[str, int]
+
+
+def quiet_logger(name: str) -> logging.Logger:
+    """A logger that swallows librdkafka's connection noise (brokers die on purpose here)."""
+    logger = logging.getLogger(f"geokafka.drill.{name}")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    return logger
+
+
+@dataclass
+class AckLog:
+    """What the producer sent and what the cluster acknowledged, with monotonic timestamps."""
+
+    t0: float
+    sent_at: dict[int, float] = field(default_factory=dict)
+    sent_to: dict[int, Partition] = field(default_factory=dict)
+    acked: dict[int, tuple[Partition, int, float]] = field(default_factory=dict)
+    failures: Counter[str] = field(default_factory=Counter)
+
+    def on_delivery(self, err: KafkaError | None, msg: object) -> None:
+        """Delivery callback: record the ack (partition, offset, time) or the error's name."""
+        seq = int(msg.value())  # type: ignore[attr-defined]
+        if err is None:
+            part = (msg.topic(), msg.partition())  # type: ignore[attr-defined]
+            self.acked[seq] = (part, msg.offset(), time.monotonic())  # type: ignore[attr-defined]
+        else:
+            self.failures[err.name()] += 1
+
+    def acked_per_second(self, seconds: int) -> list[int]:
+        """Acks in each second since ``t0``."""
+        buckets = [0] * seconds
+        for _, _, at in self.acked.values():
+            i = int(at - self.t0)
+            if 0 <= i < seconds:
+                buckets[i] += 1
+        return buckets
+
+    def resumed_at(self, since: float) -> dict[Partition, float]:
+        """Per partition, when the first record *sent* at or after ``since`` was acknowledged."""
+        first: dict[Partition, float] = {}
+        for seq, (part, _, at) in self.acked.items():
+            if self.sent_at[seq] >= since and (part not in first or at < first[part]):
+                first[part] = at
+        return first
+
+
+class PacedProducer:
+    """Produces records round-robin over the given partitions at a steady rate."""
+
+    def __init__(self, bootstrap: str, acks: str, partitions: list[Partition], rate: float, log: AckLog) -> None:
+        self._producer = Producer({
+            "bootstrap.servers": bootstrap,
+            "client.id": "geokafka-drill-producer",
+            "acks": acks,
+            "enable.idempotence": acks == "all",
+            "linger.ms": 5,
+            "message.timeout.ms": 600_000,
+            "topic.metadata.refresh.interval.ms": 2_000,
+            "log_level": 0,
+            "logger": quiet_logger("producer"),
+        })
+        self._partitions = partitions
+        self._interval = 1.0 / rate
+        self._log = log
+        self._seq = 0
+        self._next = time.monotonic()
+
+    def pump(self, until: float) -> None:
+        """Send what is due and serve delivery callbacks until ``until`` (monotonic)."""
+        while True:
+            now = time.monotonic()
+            if now >= until:
+                return
+            while self._next <= now:
+                self._send(now)
+                self._next += self._interval
+            self._producer.poll(min(0.01, max(0.0, until - now)))
+
+    def _send(self, now: float) -> None:
+        topic, partition = self._partitions[self._seq % len(self._partitions)]
+        try:
+            self._producer.produce(topic, value=str(self._seq).encode(), partition=partition,
+                                   on_delivery=self._log.on_delivery)
+        except BufferError:
+            self._log.failures["_QUEUE_FULL"] += 1
+            return
+        self._log.sent_at[self._seq] = now
+        self._log.sent_to[self._seq] = (topic, partition)
+        self._seq += 1
+
+    def close(self, grace_s: float = 5.0) -> int:
+        """Wait ``grace_s`` for outstanding acks, purge the rest (not acknowledged); return how many were purged."""
+        left = self._producer.flush(grace_s)
+        if left:
+            self._producer.purge(in_queue=True, in_flight=True, blocking=False)
+            self._producer.flush(5)
+        return left
+
+
+class LiveConsumer(threading.Thread):
+    """Reads every partition from the beginning, as a client in ``rack`` would (fetch from follower)."""
+
+    def __init__(self, bootstrap: str, rack: str, partitions: list[Partition], t0: float) -> None:
+        super().__init__(name="geokafka-drill-consumer", daemon=True)
+        self._consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": f"geokafka-drill-{int(t0)}", "client.rack": rack,
+            "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 0,
+            "logger": quiet_logger("consumer"), "topic.metadata.refresh.interval.ms": 2_000,
+        })
+        self._partitions = partitions
+        self._t0 = t0
+        self.consumed_at: list[float] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        """Consume until :attr:`stop` is set."""
+        self._consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in self._partitions])
+        try:
+            while not self.stop.is_set():
+                for msg in self._consumer.consume(500, timeout=0.2):
+                    if msg.error() is None:
+                        self.consumed_at.append(time.monotonic())
+        finally:
+            self._consumer.close()
+
+    def per_second(self, seconds: int) -> list[int]:
+        """Records consumed in each second since the drill began."""
+        buckets = [0] * seconds
+        for at in list(self.consumed_at):
+            i = int(at - self._t0)
+            if 0 <= i < seconds:
+                buckets[i] += 1
+        return buckets
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """What the surviving brokers still serve."""
+
+    values: dict[Partition, set[int]]
+    unreadable: dict[Partition, str]
+
+
+def read_back(bootstrap: str, partitions: list[Partition], live_brokers: set[int], timeout_s: float = 30.0) -> ReadBack:
+    """Read every partition whose leader is a live broker from offset 0 to its high watermark.
+
+    Partitions whose metadata names a dead or no leader cannot be read by any client: they
+    are returned in ``unreadable`` with the reason, never guessed.
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": quiet_logger("admin")})
+    topics = admin.list_topics(timeout=10).topics
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": "geokafka-drill-readback", "enable.auto.commit": False,
+        "enable.partition.eof": True, "log_level": 0, "logger": quiet_logger("readback"),
+    })
+    values: dict[Partition, set[int]] = {}
+    unreadable: dict[Partition, str] = {}
+    ends: dict[Partition, int] = {}
+    try:
+        for topic, p in partitions:
+            meta = topics.get(topic)
+            leader = meta.partitions[p].leader if meta is not None and p in meta.partitions else -1
+            if leader not in live_brokers:
+                unreadable[(topic, p)] = f"leader is {'none' if leader < 0 else f'broker {leader}, which is dead'}"
+                continue
+            try:
+                _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)
+            except Exception as exc:  # noqa: BLE001 - reported per partition, not raised
+                unreadable[(topic, p)] = f"no high watermark: {exc}"
+                continue
+            ends[(topic, p)] = high
+            values[(topic, p)] = set()
+        todo = {tp for tp, high in ends.items() if high > 0}
+        consumer.assign([TopicPartition(t, p, 0) for (t, p) in todo])
+        deadline = time.monotonic() + timeout_s
+        while todo and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, timeout=0.5):
+                tp = (msg.topic(), msg.partition())
+                if msg.error() is None:
+                    if msg.offset() < ends[tp]:
+                        values[tp].add(int(msg.value()))
+                    if msg.offset() + 1 >= ends[tp]:
+                        todo.discard(tp)
+                elif msg.error().code() == KafkaError._PARTITION_EOF:
+                    todo.discard(tp)
+        for tp in todo:
+            unreadable[tp] = "read did not reach the high watermark in time"
+            values.pop(tp, None)
+    finally:
+        consumer.close()
+    return ReadBack(values, unreadable)

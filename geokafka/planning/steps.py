@@ -1,0 +1,116 @@
+"""The manual failover and failback steps of a verdict, in the order they must run.
+
+This is the KRaft version of the seed's 2-DC ZooKeeper procedure ("remove the lost DC's
+ZooKeepers from the configuration and restart ZooKeeper; a new leader is elected in DC 2;
+lower min.insync.replicas 3 -> 2; producers resume"; failback: "restore the quorum, restore
+min.insync.replicas"). KRaft cannot remove voters without a majority (``kafka-metadata-quorum
+remove-controller`` needs one), so the quorum is restored the way ZooKeeper's was: by
+restarting the surviving controllers with a voter set that lists only them. That is an unclean
+quorum recovery: metadata that only the lost controllers had committed is gone.
+"""
+
+from __future__ import annotations
+
+from geokafka.planning.layout import Layout
+from geokafka.planning.verdicts import Verdict
+
+
+def _ids(ids: tuple[int, ...] | list[int]) -> str:
+    return ", ".join(str(i) for i in sorted(ids)) or "none"
+
+
+def failover_steps(layout: Layout, verdict: Verdict) -> tuple[str, ...]:
+    """What an operator must do, in order, to get writes back after ``verdict.failure``."""
+    failure = verdict.failure
+    lost_brokers = sorted(failure.brokers)
+    survivors = [c for c in layout.controllers if c not in failure.controllers]
+    steps: list[str] = []
+    offline = sorted({o.topic for o in verdict.outcomes if o.offline})
+    if not verdict.quorum_survives and not survivors:
+        return (
+            f"No controller survives the loss of {failure.name}: the cluster metadata is gone with it. Restore "
+            f"{failure.name} (its disks hold the data), or fail over to a connected cluster (geokafka failover FLOW).",
+        )
+    if not verdict.quorum_survives:
+        steps.append(
+            f"Fence {failure.name} for good (power or network): its controllers must not come back with "
+            f"their old metadata log, or the two sides form diverging quorums."
+        )
+        steps.append(
+            f"Restore the KRaft quorum without {failure.name}: stop the surviving controllers ({_ids(survivors)}) "
+            f"and restart them with controller.quorum.voters listing only them (running brokers follow the new "
+            f"leader; give them the same list for their next restart). This is an unclean quorum recovery: "
+            f"metadata committed only by the lost "
+            f"controllers ({_ids(sorted(failure.controllers))}) is gone."
+        )
+        if lost_brokers:
+            steps.append(
+                f"Wait until the new quorum fences brokers {_ids(lost_brokers)} (broker.session.timeout.ms) and "
+                f"elects leaders among the surviving replicas; check that each new leader has the highest log end "
+                f"offset of its partition's surviving replicas (the restored metadata may predate the last ISR changes)."
+            )
+    if offline:
+        steps.append(
+            f"Topics {', '.join(offline)} have partitions with no replica outside {failure.name}: nothing can lead "
+            f"them. Wait for {failure.name} to return (its disks hold the data) or fail over to a connected cluster."
+        )
+    below: dict[str, int] = {}
+    for o in verdict.outcomes:
+        if o.below_min_isr or (not verdict.quorum_survives and o.affected and not o.offline):
+            topic = layout.topics[o.topic]
+            if topic.acks == "all" and o.surviving_replicas < topic.min_insync_replicas:
+                below[o.topic] = min(below.get(o.topic, o.surviving_replicas), o.surviving_replicas)
+    for topic_name, left in sorted(below.items()):
+        m = layout.topics[topic_name].min_insync_replicas
+        steps.append(
+            f"Lower min.insync.replicas of {topic_name} from {m} to {left} (kafka-configs --alter --entity-type "
+            f"topics --entity-name {topic_name} --add-config min.insync.replicas={left}): until failback, acked "
+            f"records live outside {failure.name} only."
+        )
+    if any(not o.rpo_zero and o.affected and not o.offline for o in verdict.outcomes) and steps:
+        steps.append(
+            "Only if a partition stays leaderless because its ISR held only replicas in "
+            f"{failure.name}: kafka-leader-election --election-type UNCLEAN for it. This loses the records "
+            "that only the lost replicas had."
+        )
+    if steps and not all(o.offline for o in verdict.outcomes if o.affected):
+        steps.append("Producers and consumers resume by themselves (they refresh metadata); nothing to change on clients.")
+    return tuple(steps)
+
+
+def failback_steps(layout: Layout, verdict: Verdict) -> tuple[str, ...]:
+    """How to bring ``verdict.failure``'s nodes back and restore the planned state, in order."""
+    failure = verdict.failure
+    steps: list[str] = []
+    survivors = [c for c in layout.controllers if c not in failure.controllers]
+    if not survivors:
+        return (
+            f"Bring {failure.name} back on its own disks: start its controllers, then its brokers; nothing was "
+            f"rebuilt elsewhere, so their logs are the truth.",
+        )
+    if not verdict.quorum_survives:
+        steps.append(
+            f"Restore the quorum: reformat the metadata log of {failure.name}'s controllers "
+            f"({_ids(sorted(failure.controllers))}), never restart them on their old log, then restart the "
+            f"controllers one at a time with the original controller.quorum.voters "
+            f"(dynamic quorums: kafka-metadata-quorum add-controller)."
+        )
+    elif failure.controllers:
+        steps.append(
+            f"Start controllers {_ids(sorted(failure.controllers))} again; they catch up from the quorum leader."
+        )
+    if failure.brokers:
+        steps.append(
+            f"Start brokers {_ids(sorted(failure.brokers))} again and wait until they are back in every ISR "
+            f"(kafka-topics --describe --under-replicated-partitions prints nothing)."
+        )
+    lowered = any(step.startswith("Lower min.insync.replicas") for step in verdict.steps)
+    if lowered:
+        for name, topic in layout.topics.items():
+            steps.append(f"Restore min.insync.replicas of {name} to {topic.min_insync_replicas}.")
+    if failure.brokers:
+        steps.append(
+            "Move leadership back: kafka-leader-election --election-type PREFERRED --all-topic-partitions "
+            "(kafka-reassign-partitions with the plan's assignment if replicas were moved)."
+        )
+    return tuple(steps)

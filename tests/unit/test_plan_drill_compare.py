@@ -1,0 +1,154 @@
+"""The stretch drill's judgement (plan against measurements) and its files, without a broker."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from geokafka.operations.drill import DrillObservation, PartitionObservation, compare
+from geokafka.operations.drill.compare import automatic_rto
+from geokafka.operations.drill.stretch_cluster import cluster_spec
+from geokafka.operations.drill.timeline import write_json, write_png
+from geokafka.operations.drill.traffic import AckLog
+from geokafka.planning import PRESETS, layout_of, plan_stretch
+
+
+def observation(delays: list[float | None], predicted: bool, lost: int = 0, quorum: bool | None = True,
+                after_recovery: list[float | None] | None = None) -> DrillObservation:
+    parts = tuple(
+        PartitionObservation("orders", i, predicted, d, (after_recovery or [None] * len(delays))[i])
+        for i, d in enumerate(delays)
+    )
+    return DrillObservation(20.0, parts, acked=1000, acked_lost=lost, acked_unreadable=0, quorum_available=quorum,
+                            recovered=after_recovery is not None)
+
+
+def test_three_dcs_agreement_and_rto() -> None:
+    verdict = plan_stretch(PRESETS["3dc"]).verdict_for_dc("dc1")
+    obs = observation([8.4, 9.9, 8.5, 8.4, 9.8, 8.6], predicted=True)
+    assert compare(verdict, obs).agrees
+    assert automatic_rto(obs) == 9.9
+
+
+def test_lost_acked_record_against_rpo_zero_disagrees() -> None:
+    verdict = plan_stretch(PRESETS["3dc"]).verdict_for_dc("dc1")
+    result = compare(verdict, observation([9.0] * 6, predicted=True, lost=3))
+    assert not result.agrees
+    assert "plan: RPO 0 when losing dc1; drill: 3 of 1000 acknowledged records are missing" in result.disagreements
+
+
+def test_partition_that_never_came_back_disagrees_with_automatic() -> None:
+    verdict = plan_stretch(PRESETS["3dc"]).verdict_for_dc("dc2")
+    result = compare(verdict, observation([9.0, None, 9.0, 9.0, 9.0, 9.0], predicted=True))
+    assert result.disagreements == (
+        "plan: orders-1 stays writable without manual action after losing dc2; drill: no write accepted within 20 s",)
+    assert automatic_rto(observation([9.0, None], predicted=True)) is None
+
+
+def test_quorum_loss_case_agrees_when_nothing_resumes() -> None:
+    verdict = plan_stretch(PRESETS["2dc"]).verdict_for_dc("dc1")
+    assert compare(verdict, observation([None] * 6, predicted=False, quorum=False)).agrees
+
+
+def test_writes_resuming_by_themselves_against_manual_disagrees() -> None:
+    verdict = plan_stretch(PRESETS["2dc"]).verdict_for_dc("dc1")
+    result = compare(verdict, observation([None, 9.5, None, None, None, None], predicted=False, quorum=True))
+    assert len(result.disagreements) == 2
+    assert "writes resumed by themselves after 9.5 s" in result.disagreements[0]
+    assert "quorum is lost" in result.disagreements[1]
+
+
+def test_manual_steps_that_do_not_restore_writes_disagree() -> None:
+    verdict = plan_stretch(PRESETS["2dc"]).verdict_for_dc("dc1")
+    ok = observation([None] * 6, predicted=False, quorum=False, after_recovery=[30.0] * 6)
+    assert compare(verdict, ok).agrees
+    bad = observation([None] * 6, predicted=False, quorum=False, after_recovery=[30.0] * 5 + [None])
+    assert "still no write accepted after running them" in compare(verdict, bad).disagreements[0]
+
+
+def test_rpo_above_zero_without_loss_is_a_note_not_a_disagreement() -> None:
+    plan = plan_stretch(PRESETS["2.5dc"].model_copy(update={"topics": {
+        "orders": PRESETS["2.5dc"].topics["orders"].model_copy(update={"min_insync_replicas": 2})}}))
+    verdict = plan.verdict_for_dc("dc1")
+    result = compare(verdict, observation([9.0] * 6, predicted=True))
+    assert result.agrees and "worst case" in result.notes[0]
+
+
+def test_drill_cluster_combines_controllers_into_brokers_of_their_dc(tmp_path: Path) -> None:
+    cluster = cluster_spec(layout_of(PRESETS["2.5dc"]), "x", tmp_path, 39692, 256)
+    roles = {n.node_id: (n.is_broker, n.is_controller, n.rack, n.broker_port, n.controller_port)
+             for n in cluster.spec.nodes}
+    assert roles == {
+        1: (True, True, "dc1", 39692, 39792), 2: (True, False, "dc1", 39693, None),
+        3: (True, True, "dc2", 39694, 39793), 4: (True, False, "dc2", 39695, None),
+        103: (False, True, "dc3", None, 39794),
+    }
+    assert cluster.controller_host == {101: 1, 102: 3, 103: 103}
+    assert cluster.nodes_in("dc3") == [103]
+    assert cluster.bootstrap_outside("dc1") == "127.0.0.1:39694,127.0.0.1:39695"
+
+
+def test_ack_log_resume_times() -> None:
+    log = AckLog(t0=100.0)
+    log.sent_at.update({0: 100.5, 1: 105.5, 2: 106.0})
+
+    class Msg:
+        def __init__(self, seq: int, partition: int) -> None:
+            self.seq, self.p = seq, partition
+
+        def value(self) -> bytes:
+            return str(self.seq).encode()
+
+        def topic(self) -> str:
+            return "orders"
+
+        def partition(self) -> int:
+            return self.p
+
+        def offset(self) -> int:
+            return self.seq
+
+    for seq, partition in ((0, 0), (1, 1), (2, 0)):
+        log.on_delivery(None, Msg(seq, partition))
+    assert set(log.acked) == {0, 1, 2} and log.acked[2][:2] == (("orders", 0), 2)
+    log.acked.update({0: (("orders", 0), 0, 100.7), 1: (("orders", 1), 1, 114.0), 2: (("orders", 0), 2, 115.0)})
+    assert log.resumed_at(105.0) == {("orders", 1): 114.0, ("orders", 0): 115.0}
+    assert log.acked_per_second(20)[0] == 1 and sum(log.acked_per_second(20)) == 3
+
+
+def test_report_files(tmp_path: Path) -> None:
+    json_path = write_json({"a": 1}, tmp_path / "r" / "x.json")
+    assert json.loads(json_path.read_text()) == {"a": 1}
+    png = write_png(tmp_path / "r" / "x.png", "t", [0, 200, 200, 0, 0, 400, 200], [0, 190, 210, 0, 0, 380, 220],
+                    3.0, "kill dc1", 5.2, 4.0)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png2 = write_png(tmp_path / "y.png", "t", [200, 0, 0], [], 1.0, "kill dc1", None)
+    assert png2.stat().st_size > 1000
+
+
+def test_drill_refuses_observers_before_starting_anything(tmp_path: Path) -> None:
+    import pytest
+
+    from geokafka.errors import TopologyError
+    from geokafka.operations.drill import StretchDrillOptions, run_stretch_drill
+    from geokafka.topology.schema import Stretch, StretchDC
+
+    s = Stretch(dcs={"a": StretchDC(brokers=2, controllers=1, observers=1), "b": StretchDC(brokers=2, controllers=1),
+                     "c": StretchDC(controllers=1)})
+    with pytest.raises(TopologyError, match="no observers"):
+        run_stretch_drill(StretchDrillOptions("x", s, tmp_path / "home", tmp_path / "out"))
+    assert not (tmp_path / "home").exists()
+
+
+def test_drill_moves_aside_when_a_port_is_taken(tmp_path: Path) -> None:
+    import socket
+
+    from geokafka.operations.drill.stretch_cluster import cluster_on_free_ports
+
+    layout = layout_of(PRESETS["3dc"])
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        taken = holder.getsockname()[1]
+        holder.listen()
+        cluster = cluster_on_free_ports(layout, "x", tmp_path, taken, 256)
+    assert cluster.spec.nodes[0].broker_port in (taken + 20, taken + 40, taken + 60, taken + 80)
