@@ -1,0 +1,113 @@
+"""`geokafka status` and `geokafka dashboard`: replication lag, throughput and RPO, read from Kafka."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import threading
+import time
+
+import click
+
+from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.operations.status import StatusCollector, collect_status
+
+_JSON_HELP = "machine-readable output on stdout (same as the global --json)"
+
+
+@click.command()
+@click.argument("flows", nargs=-1)
+@click.option("--watch", is_flag=True, help="keep observing every --interval seconds until Ctrl-C (throughput over the last minute)")
+@click.option("--interval", default=2.0, type=click.FloatRange(min=0.2), help="seconds between observations with --watch")
+@click.option("--sample", "sample_s", default=2.0, type=click.FloatRange(min=0.0),
+              help="one-shot: seconds between the two observations that give throughput (0: one observation, no throughput)")
+@click.option("--prometheus", is_flag=True, help="print the figures in Prometheus text format instead")
+@click.option("--timeout", "timeout_s", default=10.0, type=click.FloatRange(min=1.0),
+              help="seconds to wait for the target's state topic (then: state unavailable)")
+@click.option("--json", "json_flag", is_flag=True, help=_JSON_HELP)
+@pass_ctx
+def status(ctx: CliContext, flows: tuple[str, ...], watch: bool, interval: float, sample_s: float,
+           prometheus: bool, timeout_s: float, json_flag: bool) -> None:
+    """Per flow and partition: state, lag in records and seconds, throughput and the RPO if the source died now.
+
+    Reads the progress and heartbeats the mirror commits to each target's __geokafka_state,
+    so it works from any machine while `geokafka mirror` runs elsewhere. A `running` flow
+    whose heartbeat is older than 30 s is shown as `down`. When a source is unreachable, the
+    last known progress and the mirror's last observation of the source give the RPO.
+    """
+    from geokafka.operations.metrics import render_metrics
+    from geokafka.operations.status_render import render_report
+
+    ctx.json_output = ctx.json_output or json_flag
+    names = list(flows) or None
+    if not watch:
+        report = collect_status(ctx.topology, names, sample_s=sample_s, state_timeout_s=timeout_s)
+        if prometheus:
+            sys.stdout.write(render_metrics(report))
+            return
+        ctx.emit(report.to_dict(), render_report(report))
+        return
+    _watch(ctx, StatusCollector(ctx.topology, names, state_timeout_s=timeout_s), interval, prometheus)
+
+
+def _watch(ctx: CliContext, collector: StatusCollector, interval: float, prometheus: bool) -> None:
+    """Observe until Ctrl-C: a live table for people, one JSON document per line under --json."""
+    from rich.live import Live
+
+    from geokafka.operations.metrics import render_metrics
+    from geokafka.operations.status_render import render_report
+    from geokafka.operations.throughput import History
+
+    history = History()
+    try:
+        with collector:
+            if ctx.json_output or prometheus:
+                while True:
+                    started = time.monotonic()
+                    report = history.add(collector.collect())
+                    text = render_metrics(report) if prometheus else json.dumps(report.to_dict(), default=str)
+                    sys.stdout.write(text + "\n")
+                    sys.stdout.flush()
+                    time.sleep(max(0.0, interval - (time.monotonic() - started)))
+            with Live(console=ctx.console, auto_refresh=False) as live:
+                while True:
+                    started = time.monotonic()
+                    report = history.add(collector.collect())
+                    live.update(render_report(report), refresh=True)
+                    time.sleep(max(0.0, interval - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        return
+
+
+@click.command()
+@click.argument("flows", nargs=-1)
+@click.option("--host", default="127.0.0.1", help="address to listen on (127.0.0.1: this machine only)")
+@click.option("--port", default=8088, type=click.IntRange(0, 65535), help="port of the page, /api/status and /metrics")
+@click.option("--interval", default=2.0, type=click.FloatRange(min=0.2), help="seconds between status samples")
+@click.option("--history", "history_min", default=15.0, type=click.FloatRange(min=1.0), help="minutes of history kept")
+@pass_ctx
+def dashboard(ctx: CliContext, flows: tuple[str, ...], host: str, port: int, interval: float, history_min: float) -> None:
+    """Serve a local web page with each flow's state, lag and throughput over time.
+
+    Also serves /api/status (JSON) and /metrics (Prometheus text, for a scrape job).
+    Runs until Ctrl-C or SIGTERM.
+    """
+    from geokafka.operations.dashboard import Dashboard
+
+    board = Dashboard(ctx.topology, list(flows) or None, host, port, interval, history_min * 60)
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with board:
+        ctx.info(f"dashboard on {board.url} (metrics: {board.url}metrics); Ctrl-C to stop")
+        ctx.emit({"url": board.url, "metrics": f"{board.url}metrics", "api": f"{board.url}api/status"})
+        sys.stdout.flush()
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+
+
+COMMANDS = [status, dashboard]

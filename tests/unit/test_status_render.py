@@ -1,0 +1,51 @@
+"""The terminal table and the JSON shape of a status report (no broker)."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+
+from geokafka.operations.status import FlowStatus, PartitionStatus, Rpo, StatusReport, Throughput
+from geokafka.operations.status_render import fmt_seconds, render_report
+
+
+def text_of(report: StatusReport) -> str:
+    console = Console(width=140, record=True, color_system=None)
+    console.print(render_report(report))
+    return console.export_text()
+
+
+def test_table_shows_state_rpo_throughput_and_partitions():
+    flow = FlowStatus(
+        "nyc-to-atl", "nyc", "atl", "running", "running", heartbeat_age_s=3.2,
+        partitions=[PartitionStatus("orders", 0, "nyc.orders", 1200, 1150, 50, 2.5, records_per_s=480.0)],
+        rpo=Rpo(50, 2.5, "live"), throughput=Throughput(2.0, 480.0, 96_000.0, 500.0, "x"),
+    )
+    text = text_of(StatusReport(0, [flow]))
+    assert "nyc-to-atl" in text and "nyc → atl" in text and "running (heartbeat 3.2 s ago)" in text
+    assert "RPO if the source died now: 50 records, 2.5 s" in text
+    assert "throughput over the last 2.0 s: 480 rec/s, 96.0 kB/s" in text
+    assert "1,200" in text and "1,150" in text
+
+
+def test_unreachable_source_says_so_and_labels_the_end_as_last_seen():
+    flow = FlowStatus(
+        "f", "east", "west", "source-unreachable", "stopped", source_reachable=False,
+        source_error="cluster east (127.0.0.1:1) is not reachable: listing topics: timed out",
+        partitions=[PartitionStatus("t", 0, "east.t", 30, 20, 10, 4.0)], rpo=Rpo(10, 4.0, "last-observed", 0, "note"),
+    )
+    text = text_of(StatusReport(0, [flow]))
+    assert "source-unreachable" in text and "is not reachable" in text and "last seen end" in text
+    assert "mirror last recorded stopped" in text
+
+
+def test_json_shape_is_plain_data():
+    flow = FlowStatus("f", "a", "b", "stopped", "stopped", partitions=[PartitionStatus("t", 0, "a.t", 5, 5, 0, 0.0)])
+    data = json.loads(json.dumps(StatusReport(1, [flow]).to_dict()))
+    assert data["flows"][0]["partitions"][0]["lag_records"] == 0
+    assert data["flows"][0]["rpo"]["basis"] == "unknown"
+
+
+def test_seconds_format():
+    assert [fmt_seconds(v) for v in (None, 0, 3.44, 125, 3725)] == ["-", "0 s", "3.4 s", "2m05s", "1h02m"]
