@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from geokafka.control.connection import ClusterConnection
@@ -70,13 +70,13 @@ def read_all(conn: ClusterConnection, topic: str, timeout_s: float = 30.0, isola
     }))
     try:
         tps = [TopicPartition(topic, p) for p in sorted(md.partitions)]
-        ends = {}
+        ends, starts = {}, {}
         for tp in tps:
-            lo, hi = consumer.get_watermark_offsets(tp, timeout=10)
-            ends[tp.partition] = hi
-        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+            starts[tp.partition], ends[tp.partition] = consumer.get_watermark_offsets(tp, timeout=10)
+        # from the log start, which delete-records or retention may have moved past 0
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
         out: list[Rec] = []
-        done = {p for p, hi in ends.items() if hi == 0}
+        done = {p for p, hi in ends.items() if hi <= starts[p]}
         deadline = time.monotonic() + timeout_s
         while len(done) < len(ends) and time.monotonic() < deadline:
             msg = consumer.poll(0.5)

@@ -20,7 +20,9 @@ class CliContext:
 
     file: Path
     json_output: bool
-    console: Console = field(default_factory=lambda: Console(stderr=False, highlight=False))
+    # Piped output is not cut at 80 columns: tables stay readable in logs and CI.
+    console: Console = field(default_factory=lambda: Console(
+        stderr=False, highlight=False, width=None if sys.stdout.isatty() else 160))
     _topology: Topology | None = None
 
     @property

@@ -31,30 +31,6 @@ def _summary(result: Any) -> Table:
     return table
 
 
-def _plot(result: Any, out: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    points = [p for p in result.timeline if p.get("replicated") is not None]
-    fig, ax = plt.subplots(figsize=(9, 4))
-    ax.plot([p["t"] for p in result.timeline], [p["acked"] for p in result.timeline], label="acked at nyc")
-    ax.plot([p["t"] for p in points], [p["replicated"] for p in points], label="replicated to atl")
-    ax.plot([p["t"] for p in result.timeline], [p["consumed_at_nyc"] for p in result.timeline], label="consumed at nyc")
-    kill = next((p["t"] for p in result.timeline if p.get("event")), None)
-    if kill is not None:
-        ax.axvline(kill, color="red", linestyle="--", label="nyc killed")
-    ax.set_xlabel("seconds")
-    ax.set_ylabel("records")
-    ax.set_title(f"demo: RPO {result.rpo_records_measured} records, RTO {result.rto_seconds:.1f} s")
-    ax.legend(loc="upper left")
-    fig.tight_layout()
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
-
-
 @click.command()
 @click.option("--traffic", default=20.0, help="seconds of traffic before the nyc site dies")
 @click.option("--rate", default=300.0, help="orders per second")
@@ -67,7 +43,8 @@ def demo(ctx: CliContext, traffic: float, rate: float, keep: bool, out: Path) ->
     Prints RPO (records and seconds), RTO and duplicates, writes them as JSON and a PNG
     timeline under --out. Runs on its own embedded topology (ports 17092-17094 and 18092).
     """
-    from geokafka.operations.demo import run_demo, write_result
+    from geokafka.operations.connected_drill import plot_timeline, write_result
+    from geokafka.operations.demo import run_demo
 
     t0 = time.monotonic()
 
@@ -78,13 +55,13 @@ def demo(ctx: CliContext, traffic: float, rate: float, keep: bool, out: Path) ->
         lag = "?" if sample["lag_records"] is None else f"{sample['lag_records']:,}"
         replicated = "?" if sample["replicated"] is None else f"{sample['replicated']:,}"
         ctx.info(f"  t={sample['t']:5.1f}s acked {sample['acked']:6,} replicated {replicated:>6} "
-                 f"lag {lag:>6} consumed@nyc {sample['consumed_at_nyc']:6,}")
+                 f"lag {lag:>6} consumed@nyc {sample['consumed_at_source']:6,}")
 
     state_dir = Path(".geokafka") / "demo"
     result = run_demo(state_dir, say, watch, traffic_s=traffic, rate=rate, keep=keep)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report = write_result(result, out / f"demo-{stamp}.json")
-    plot = _plot(result, out / f"demo-{stamp}.png")
+    plot = plot_timeline(result, out / f"demo-{stamp}.png", "demo")
     if ctx.json_output:
         ctx.emit(result.to_dict())
         return

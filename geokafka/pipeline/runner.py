@@ -284,7 +284,9 @@ class FlowRunner:
             entry.updated_at = now
 
     def _summary(self) -> dict[str, Any]:
+        reason = {"reason": str(self.error), "error": type(self.error).__name__} if self.error else {}
         return {
+            **reason,
             "written": sum(p.written for p in self.progress.values()),
             "bytes": sum(p.bytes for p in self.progress.values()),
             "restarts": self.restarts,

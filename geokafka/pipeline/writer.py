@@ -7,8 +7,8 @@ position are committed together or not at all.
 
 The transactional id is fixed per flow and source partition. ``init_transactions`` therefore
 fences any older writer of the same partition (a zombie task, a killed driver's leftover
-transaction), and the records of a batch that an earlier attempt already committed are
-recognised by the progress and skipped: a replayed batch writes nothing twice.
+transaction), and a retried task reads the progress back, so records an earlier attempt
+already committed are skipped: a replayed batch writes nothing twice.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from geokafka.control.provenance import ORIGIN_HEADER, SOURCE_HEADER, SourcePosition
+from geokafka.control.provenance import ORIGIN_HEADER, SOURCE_HEADER
 from geokafka.control.state_store import STATE_TOPIC, progress_key
 from geokafka.errors import KafkaOperationError, RecordTooLargeError
 
@@ -61,32 +62,38 @@ def transactional_id(flow: str, topic: str, partition: int) -> str:
 class _PartitionWriter:
     """One source partition's transaction within one task."""
 
-    def __init__(self, spec: WriterSpec, topic: str, partition: int) -> None:
+    def __init__(self, spec: WriterSpec, topic: str, partition: int, retry: bool) -> None:
         self.spec, self.topic, self.partition = spec, topic, partition
         self.key = f"{topic}/{partition}"
         self.target_topic = spec.topic_map[topic]
-        self.producer, self.committed_next = _session(spec, topic, partition)
+        self.producer, self.committed_next = _session(spec, topic, partition, retry)
         self.next_offset = self.committed_next
         self.stats = dict(written=0, duplicates_skipped=0, cycle_skipped=0, filtered=0, bytes=0, last_timestamp=-1)
         self.errors: list[str] = []
+        self.failed: list[tuple[int, int, int, str]] = []  # (error code, source offset, size, text)
         self.state_offset = -1
         self.producer.begin_transaction()
 
-    def _on_delivery(self, err: Any, msg: Any) -> None:
+    def _on_delivery(self, offset: int, size: int, err: Any, _msg: Any) -> None:
         if err is None:
             return
-        origin = next((v for k, v in msg.headers() or () if k == SOURCE_HEADER), None)
+        self.failed.append((err.code(), offset, size, err.str()))
+
+    def _error(self) -> Exception:
+        """The error to stop on: an oversize record names itself (a rejected batch fails its
+        small neighbours too, so the largest failed record is the culprit)."""
         where = f"{self.spec.source_cluster} {self.topic}/{self.partition}"
-        if origin is not None:
-            where += f" offset {SourcePosition.decode(origin).offset}"
-        if err.code() == 10:  # MSG_SIZE_TOO_LARGE
-            size = len(msg.value() or b"") + len(msg.key() or b"")
-            self.errors.append(
-                f"RecordTooLargeError|record {where} ({size} bytes) is larger than max.message.bytes of "
+        too_large = [f for f in self.failed if f[0] in (10, 18)]  # MSG_SIZE_TOO_LARGE, RECORD_LIST_TOO_LARGE
+        if too_large:
+            _, offset, size, _ = max(too_large, key=lambda f: f[2])
+            return RecordTooLargeError(
+                f"record {where} offset {offset} ({size} bytes) is larger than max.message.bytes of "
                 f"{self.spec.target_cluster} topic {self.target_topic}; flow {self.spec.flow} stopped"
             )
-        else:
-            self.errors.append(f"KafkaOperationError|writing {where} to {self.spec.target_cluster}: {err.str()}")
+        if self.failed:
+            _, offset, _, text = self.failed[0]
+            return KafkaOperationError(f"writing {where} offset {offset} to {self.spec.target_cluster}: {text}")
+        return KafkaOperationError(self.errors[0])
 
     def write(self, offsets: list[int], keys: list[Any], values: list[Any], timestamps: list[int],
               headers: list[Any], keep: list[Any]) -> None:
@@ -117,17 +124,28 @@ class _PartitionWriter:
                 continue
             out_headers.append((SOURCE_HEADER, f"{cluster}/{self.topic}/{self.partition}/{offset}".encode()))
             value, key = values[i], keys[i]
+            size = len(value or b"") + len(key or b"")
+            on_delivery = partial(self._on_delivery, offset, size)
             while True:
                 try:
                     produce(self.target_topic, value=value, key=key, partition=self.partition,
-                            timestamp=timestamps[i], headers=out_headers, on_delivery=self._on_delivery)
+                            timestamp=timestamps[i], headers=out_headers, on_delivery=on_delivery)
                     break
                 except BufferError:
                     self.producer.poll(0.05)
             stats["written"] += 1
-            stats["bytes"] += len(value or b"") + len(key or b"")
+            stats["bytes"] += size
             stats["last_timestamp"] = timestamps[i]
         self.producer.poll(0)
+
+    def abort(self) -> None:
+        """Abort the open transaction now, so it does not hold the target's last stable offset
+        (and every read_committed reader) until it times out; then forget the producer."""
+        try:
+            self.producer.abort_transaction(10)
+        except Exception:  # noqa: BLE001 - a fenced or broken producer: its transaction dies with it
+            pass
+        _drop(self.spec, self.topic, self.partition)
 
     def commit(self) -> dict[str, Any]:
         """Write the progress record and commit the transaction; return this partition's summary."""
@@ -138,15 +156,14 @@ class _PartitionWriter:
                 if err is None:
                     self.state_offset = msg.offset()
                 else:
-                    self.errors.append(f"KafkaOperationError|writing progress to {STATE_TOPIC}: {err.str()}")
+                    self.errors.append(f"writing progress to {STATE_TOPIC}: {err.str()}")
 
             self.producer.produce(STATE_TOPIC, key=progress_key(self.spec.flow, self.topic, self.partition).encode(),
                                   value=json.dumps(progress).encode(), partition=0, on_delivery=on_state)
             self.producer.flush(60)
-        if self.errors:
-            _drop(self.spec, self.topic, self.partition)
-            kind, _, message = self.errors[0].partition("|")
-            raise (RecordTooLargeError if kind == "RecordTooLargeError" else KafkaOperationError)(message)
+        if self.failed or self.errors:
+            self.abort()
+            raise self._error()
         try:
             self.producer.commit_transaction(60)
         except Exception:
@@ -161,18 +178,26 @@ class _PartitionWriter:
 _SESSIONS: dict[str, tuple[Any, int]] = {}
 
 
-def _session(spec: WriterSpec, topic: str, partition: int) -> tuple[Any, int]:
-    """A transactional producer for this partition and the next source offset already committed."""
+def _session(spec: WriterSpec, topic: str, partition: int, retry: bool) -> tuple[Any, int]:
+    """A transactional producer for this partition and the next source offset already committed.
+
+    The driver's expectation is exact for a task's first attempt: it fenced every writer and
+    read the progress before the query started, and learns each later commit from the batch
+    results. Only a retried attempt can follow a commit the driver never heard of (the
+    earlier attempt committed, then died), so only then is the progress read back.
+    """
     from confluent_kafka import Producer
 
     txn_id = transactional_id(spec.flow, topic, partition)
     expected_next, rescan_from = spec.expected.get(f"{topic}/{partition}", (-1, 0))
     cached = _SESSIONS.get(txn_id)
-    if cached is not None and cached[1] == expected_next:
+    if cached is not None and cached[1] == expected_next and not retry:
         return cached  # we wrote last and the driver saw it: still the owner
     _drop(spec, topic, partition)
     producer = Producer({**spec.target_conf, **_PRODUCER_DEFAULTS, **spec.producer_conf, "transactional.id": txn_id})
     producer.init_transactions(60)  # fences older writers; their open transaction is aborted
+    if not retry:
+        return producer, expected_next
     committed = _committed_next(spec, progress_key(spec.flow, topic, partition), rescan_from)
     return producer, max(committed, expected_next)
 
@@ -208,29 +233,50 @@ def write_batches(spec: WriterSpec, batches: Iterator[Any]) -> Iterator[Any]:
     """``mapInArrow`` function: replicate the task's rows, yield one summary row per partition."""
     import pyarrow as pa
 
+    from pyspark import TaskContext
+
+    task = TaskContext.get()
+    # A stage without shuffle is never resubmitted, so the attempt number tells every retry.
+    retry = task is None or task.attemptNumber() > 0
     writers: dict[tuple[str, int], _PartitionWriter] = {}
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        cols = {name: batch.column(name) for name in batch.schema.names}
-        topics, partitions = cols["topic"].to_pylist(), cols["partition"].to_pylist()
-        # Rows of one partition are contiguous and in offset order within a Kafka source task.
-        start = 0
-        while start < batch.num_rows:
-            tp = (topics[start], partitions[start])
-            end = start
-            while end < batch.num_rows and topics[end] == tp[0] and partitions[end] == tp[1]:
-                end += 1
-            writer = writers.get(tp) or writers.setdefault(tp, _PartitionWriter(spec, *tp))
-            sl = slice(start, end)
-            writer.write(
-                cols["offset"][sl].to_pylist(), cols["key"][sl].to_pylist(), cols["value"][sl].to_pylist(),
-                cols["ts"][sl].to_pylist(), cols["headers"][sl].to_pylist(), cols["keep"][sl].to_pylist(),
-            )
-            start = end
-    summaries = [w.commit() for w in writers.values()]
+    committed: set[tuple[str, int]] = set()
+    summaries = []
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            _write_arrow_batch(spec, batch, writers, retry)
+        for tp, writer in writers.items():
+            summaries.append(writer.commit())
+            committed.add(tp)
+    except BaseException:
+        for tp, writer in writers.items():
+            if tp not in committed:
+                writer.abort()  # never leave a transaction open behind a failed task
+        raise
     if summaries:
         yield pa.RecordBatch.from_pylist(summaries, schema=_output_schema())
+
+
+def _write_arrow_batch(spec: WriterSpec, batch: Any, writers: dict[tuple[str, int], _PartitionWriter],
+                       retry: bool) -> None:
+    """Hand each partition's rows of one Arrow batch to that partition's writer."""
+    cols = {name: batch.column(name) for name in batch.schema.names}
+    topics, partitions = cols["topic"].to_pylist(), cols["partition"].to_pylist()
+    # Rows of one partition are contiguous and in offset order within a Kafka source task.
+    start = 0
+    while start < batch.num_rows:
+        tp = (topics[start], partitions[start])
+        end = start
+        while end < batch.num_rows and topics[end] == tp[0] and partitions[end] == tp[1]:
+            end += 1
+        writer = writers.get(tp) or writers.setdefault(tp, _PartitionWriter(spec, *tp, retry))
+        sl = slice(start, end)
+        writer.write(
+            cols["offset"][sl].to_pylist(), cols["key"][sl].to_pylist(), cols["value"][sl].to_pylist(),
+            cols["ts"][sl].to_pylist(), cols["headers"][sl].to_pylist(), cols["keep"][sl].to_pylist(),
+        )
+        start = end
 
 
 def _output_schema() -> Any:

@@ -1,0 +1,37 @@
+"""The README's main command: the demo runs end to end and prints what its JSON report says."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def test_demo_runs_and_prints_its_own_report(tmp_path):
+    out = tmp_path / "reports"
+    proc = subprocess.run(
+        [sys.executable, "-m", "geokafka", "demo", "--traffic", "8", "--rate", "200", "--out", str(out)],
+        capture_output=True, text=True, timeout=840,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    report = json.loads(next(out.glob("demo-*.json")).read_text())
+    assert next(out.glob("demo-*.png")).stat().st_size > 0
+    text = proc.stdout
+
+    def shown(label: str) -> str:
+        line = next(line for line in text.splitlines() if label in line)
+        return line.split("│")[2].strip() if "│" in line else line.rsplit("  ", 1)[-1].strip()
+
+    assert shown("RPO, measured") == f"{report['rpo_records_measured']:,} records"
+    assert shown("RTO (site killed") == f"{report['rto_seconds']:.1f} s"
+    assert shown("duplicates seen by the group") == f"{report['duplicates']:,}"
+    assert report["produced_acked"] > 0 and report["replicated"] > 0
+    assert report["rpo_records_reported"] <= report["rpo_records_measured"]
+    assert report["missing_for_consumer"] == 0
+    assert re.search(r"report: .*demo-\d+-\d+\.json", text)
