@@ -6,6 +6,8 @@ import signal
 from pathlib import Path
 
 import click
+
+from geokafka.errors import TopologyError
 from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
@@ -102,6 +104,56 @@ def _summary(result: StretchDrillResult) -> Table:
     verdict = "[green]agrees[/green]" if result.comparison.agrees else "[red]DISAGREES[/red]"
     table.add_row("verdict", "", verdict)
     return table
+
+
+@drill.command("connected")
+@click.option("--flow", "flow_name", default=None, help="the flow to drill [default: the first flow]")
+@click.option("--topic", default="drill-orders", help="topic the drill produces to (created if missing)")
+@click.option("--group", default="drill-consumers", help="consumer group that must resume on the target")
+@click.option("--kill-after", type=click.FloatRange(1, 3600), default=20.0, help="seconds of traffic before the kill")
+@click.option("--rate", type=click.FloatRange(1, 20000), default=300.0, help="records produced per second")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("reports"), help="folder for the JSON and PNG")
+@pass_ctx
+def connected(ctx: CliContext, flow_name: str | None, topic: str, group: str, kill_after: float, rate: float,
+              out: Path) -> None:
+    """Kill the source site of a flow under traffic, fail over, and measure RPO, RTO, duplicates.
+
+    The flow's clusters are started if needed (the source must have a `local:` block); the
+    flow must replicate TOPIC and sync GROUP (`topics`/`groups` regexes). Afterwards the
+    source site is started again, so the flow can be failed back.
+    WARNING: this fails the flow over for real (`geokafka failback FLOW` reverses it).
+    """
+    import time
+
+    from geokafka.infra.clusters import local_cluster_specs
+    from geokafka.infra.local_cluster import start_clusters
+    from geokafka.operations.connected_drill import plot_timeline, run_connected_drill, write_result
+
+    topology = ctx.topology
+    name = flow_name or next(iter(sorted(topology.flows)), None)
+    if name is None:
+        raise TopologyError(f"{ctx.file}: flows: no flow to drill")
+    flow = topology.flows.get(name)
+    if flow is None:
+        raise TopologyError(f"unknown flow {name!r} (known: {', '.join(sorted(topology.flows))})")
+    specs = [s for s in local_cluster_specs(topology) if s.name in (flow.source, flow.target)]
+    start_clusters(specs, timeout_s=180)
+    t0 = time.monotonic()
+    result = run_connected_drill(
+        topology, name, lambda text: ctx.info(f"{time.monotonic() - t0:6.1f}s {text}"),
+        lambda sample: ctx.info(f"  t={sample['t']:5.1f}s acked {sample['acked']:,} replicated "
+                                f"{sample['replicated'] if sample['replicated'] is not None else '?'}"),
+        topic=topic, group=group, traffic_s=kill_after, rate=rate,
+    )
+    start_clusters([s for s in specs if s.name == flow.source], timeout_s=180)  # the site comes back
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    report = write_result(result, out / f"drill-connected-{name}-{stamp}.json")
+    plot = plot_timeline(result, out / f"drill-connected-{name}-{stamp}.png", f"drill {name}")
+    data = {**result.to_dict(), "report": str(report), "timeline": str(plot)}
+    summary = (f"RPO {result.rpo_records_measured:,} records (failover report: {result.rpo_records_reported:,}, "
+               f"{result.rpo_seconds_reported:.1f} s)  RTO {result.rto_seconds:.1f} s  "
+               f"duplicates {result.duplicates:,}\nreport: {report}  timeline: {plot}")
+    ctx.emit(data, summary)
 
 
 COMMANDS = [drill]
