@@ -39,6 +39,7 @@ def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Ass
         .option("kafka.isolation.level", "read_committed")
         .option("failOnDataLoss", "false" if flow.skip_gaps else "true")
         .option("maxOffsetsPerTrigger", str(pipeline.max_records_per_batch))
+        .option("kafkaConsumer.pollTimeoutMs", "15000")  # a dead source fails the batch, not hangs it
         .load()
     )
     transform = flow.transform
@@ -106,8 +107,14 @@ class FlowQuery:
         return bool(self.query.isActive)
 
     def stop(self) -> None:
-        """Stop the query; an interrupted batch's transactions are never committed."""
+        """Stop the query; an interrupted batch's transactions are never committed.
+
+        A query stuck on a dead cluster may not stop within spark.sql.streaming.stopTimeout;
+        it is then abandoned (its writers are fenced by the next start or by failover).
+        """
         try:
             self.query.stop()
+        except Exception as exc:  # noqa: BLE001 - a stuck query must not stall the runner
+            log.warning("flow %s: query did not stop cleanly: %s", self.flow_name, str(exc).splitlines()[0][:200])
         finally:
             shutil.rmtree(self._checkpoint, ignore_errors=True)

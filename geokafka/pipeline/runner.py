@@ -95,6 +95,7 @@ class FlowRunner:
     _next_heartbeat: float = 0.0
     _next_observation: float = 0.0
     _offset_index: Any = None
+    _ever_started: bool = False
 
     def __post_init__(self) -> None:
         self.flow = self.topology.flows[self.name]
@@ -103,6 +104,7 @@ class FlowRunner:
         self.source_admin = ClusterAdmin(self.source)
         self._observer = ClusterAdmin(self.source, timeout_s=2.0)  # must not stall the loop when the source dies
         self.target_admin = ClusterAdmin(self.target)
+        self._target_probe = ClusterAdmin(self.target, timeout_s=2.0)  # before writing state on the way out
         self.policy = policy_for(self.flow)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -137,6 +139,7 @@ class FlowRunner:
         self._next_refresh = now + self._refresh_interval()
         self._next_sync = now + self.flow.sync_interval_s
         self.status, self.error = "running", None
+        self._ever_started = True
         self._heartbeat(force=True)
 
     def stop(self, final_state: str = "stopped") -> None:
@@ -149,12 +152,12 @@ class FlowRunner:
             self._offset_index = None
         if self.status == "failed-over":
             return
+        if self.status == "retrying" and self.error is not None and not self._ever_started:
+            # never replicated anything: give up with the reason (e.g. an unreachable cluster)
+            self.status = "error"
         if self.status != "error":
             self.status = final_state
-        try:
-            set_flow_state(self.target, self.name, self.status, **self._summary())
-        except errors.GeokafkaError:
-            pass
+        self._record_final_state(self.status, **self._summary())
 
     def tick(self) -> None:
         """Check health, restart after failures, refresh selection, run periodic syncs."""
@@ -227,8 +230,13 @@ class FlowRunner:
         if self._query is not None:
             self._query.stop()
             self._query = None
+        self._record_final_state("error", reason=str(exc), error=type(exc).__name__)
+
+    def _record_final_state(self, state: str, **details: Any) -> None:
+        """Best effort: skipped at once when the target does not answer (no 15 s flush, no log flood)."""
         try:
-            set_flow_state(self.target, self.name, "error", reason=str(exc), error=type(exc).__name__)
+            self._target_probe.check_reachable()
+            set_flow_state(self.target, self.name, state, **details)
         except errors.GeokafkaError:
             pass
 
@@ -315,11 +323,11 @@ class FlowRunner:
 
     def _failed_over_elsewhere(self) -> None:
         """`failover`/`promote` ran (maybe in another process): stop, and leave its state alone."""
-        if self._query is not None:
-            self._query.stop()
-            self._query = None
         self.status = "failed-over"
         self.error = None
+        if self._query is not None:
+            query, self._query = self._query, None
+            query.stop()
 
     def _observe_source_ends(self) -> None:
         try:

@@ -25,6 +25,8 @@ _DEFAULTS = {
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     # One Spark task per Kafka partition: the writer fences zombies per source partition.
     "spark.speculation": "false",
+    # Stopping a query whose source or target died must not wait forever for its thread.
+    "spark.sql.streaming.stopTimeout": "15000",
 }
 
 
