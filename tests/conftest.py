@@ -3,6 +3,8 @@
 Ports: east 21092-21094, west 22092, south 23092 (controllers +100): below the kernel's
 ephemeral range (32768-60999), so an outgoing connection can never hold one. Set
 GEOKAFKA_TEST_PORT_BASE (default 21000) to run two suites side by side.
+west and south run an ACL authorizer with the (PLAINTEXT, ANONYMOUS) test clients as super
+user: everything is allowed as before, and ACLs for other principals can be stored and copied.
 """
 
 from __future__ import annotations
@@ -26,16 +28,18 @@ clusters:
     local: {{brokers: 3, racks: [east-a, east-b, east-c], heap_mb: 320}}
   west:
     bootstrap: 127.0.0.1:{west}
-    local: {{brokers: 1, heap_mb: 320}}
+    local: {{brokers: 1, heap_mb: 320, broker_config: {authorizer}}}
   south:
     bootstrap: 127.0.0.1:{south}
-    local: {{brokers: 1, heap_mb: 320}}
+    local: {{brokers: 1, heap_mb: 320, broker_config: {authorizer}}}
 pipeline:
   master: "local[2]"
   state_dir: {state_dir}
   trigger_ms: 100
   topic_refresh_s: 5
 """
+AUTHORIZER = ('{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", '
+              '"super.users": "User:ANONYMOUS"}')
 
 
 @pytest.fixture(scope="session")
@@ -48,7 +52,8 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def base_topology(state_dir: Path) -> Topology:
     """The test clusters, with no flows."""
     base = int(os.environ.get("GEOKAFKA_TEST_PORT_BASE", "21000"))
-    text = TEST_TOPOLOGY.format(state_dir=state_dir, east=base + 92, west=base + 1092, south=base + 2092)
+    text = TEST_TOPOLOGY.format(state_dir=state_dir, east=base + 92, west=base + 1092, south=base + 2092,
+                                authorizer=AUTHORIZER)
     return parse_topology(text, "tests/conftest.py")
 
 

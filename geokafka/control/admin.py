@@ -167,16 +167,22 @@ class ClusterAdmin:
 
     def watermarks(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
         """partition -> (log start offset, log end offset)."""
-        if self._reader is None:
-            self._reader = self.consumer()
-        try:
-            return {
-                p: self._reader.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
-                for p in range(partitions)
-            }
-        except KafkaException as exc:
-            raise_mapped(self.conn, f"reading offsets of {topic}", exc)
-            return {}
+        for attempt in range(2):
+            if self._reader is None:
+                self._reader = self.consumer()
+            try:
+                return {
+                    p: self._reader.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
+                    for p in range(partitions)
+                }
+            except KafkaException as exc:
+                err = exc.args[0] if exc.args else None
+                if attempt == 0 and isinstance(err, KafkaError) and err.code() == KafkaError._UNKNOWN_PARTITION:
+                    # partitions were added since the reader cached the topic's metadata: start afresh
+                    self.close()
+                    continue
+                raise_mapped(self.conn, f"reading offsets of {topic}", exc)
+        return {}
 
     def consumer(self, **extra: Any) -> Consumer:
         """A consumer of this cluster for point reads (no group commits)."""

@@ -17,6 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
@@ -147,9 +148,15 @@ def failover(topology: Topology, flow_name: str, *, promote: bool = False, timeo
             ) from None
     if promote:
         state = _wait_caught_up(topology, flow_name, source_admin, timeout_s)
-        for pair in flow_pairs(topology, flow_name, state):
+        target_admin = ClusterAdmin(target)
+        pairs = flow_pairs(topology, flow_name, state)
+        for pair in pairs:
             if "configs" in flow.sync:
-                sync_topic_configs(source_admin, ClusterAdmin(target), pair)
+                sync_topic_configs(source_admin, target_admin, pair)
+        if "acls" in flow.sync:
+            policy = policy_for(flow)
+            sync_topic_acls(source_admin, target_admin, [p.source for p in pairs],
+                            lambda name: policy.remote_topic(flow.source, name))
     # From here on nothing more lands on the target from this flow.
     pairs = flow_pairs(topology, flow_name, state)
     set_flow_role(target, flow_name, "failed-over", kind=report.kind)

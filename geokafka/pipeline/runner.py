@@ -28,6 +28,7 @@ from geokafka.control.state_store import (
     set_flow_state,
     write_state,
 )
+from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
 from geokafka.pipeline.assignment import Assignment, fence_writers, plan_assignment
 from geokafka.pipeline.query import FlowQuery
@@ -115,6 +116,7 @@ class FlowRunner:
         self.target_admin.check_reachable()
         ensure_state_topic(self.target_admin)
         self._pairs = self._target_pairs()
+        self._sync_topic_metadata()  # a restart (e.g. for new partitions) must not delay config/ACL sync
         # Fence first: a killed writer's open transaction would hold the state topic's
         # last stable offset until it times out, and the state must be read to its end.
         fence_writers(self.name, self._pairs, self.target)
@@ -183,6 +185,7 @@ class FlowRunner:
             self._next_refresh = now + self._refresh_interval()
             if self._selection_changed():
                 log.info("flow %s: topic selection changed, restarting its query", self.name)
+                self._prepare_targets()
                 self._restart()
                 return
         if now >= self._next_sync:
@@ -263,13 +266,35 @@ class FlowRunner:
         selected = {t: current[t] for t in select_topics(current, self.flow)}
         return selected != {p.source: p.partitions for p in self._pairs}
 
-    def _periodic_sync(self) -> None:
+    def _prepare_targets(self) -> None:
+        """Create/grow target topics and sync their configs and ACLs at once, before the query
+        restart (which can take seconds) rather than after it."""
+        try:
+            self._pairs = self._target_pairs()
+        except errors.GeokafkaError as exc:
+            log.warning("flow %s: target topics not prepared before restart: %s", self.name, exc)
+            return
+        self._sync_topic_metadata()
+
+    def _sync_topic_metadata(self) -> None:
+        """Topic configs and topic ACLs, source to target (best effort: never stops replication)."""
         try:
             if "configs" in self.flow.sync:
                 for pair in self._pairs:
                     changed = sync_topic_configs(self.source_admin, self.target_admin, pair)
                     if changed:
                         log.info("flow %s: %s configs synced: %s", self.name, pair.target, sorted(changed))
+            if "acls" in self.flow.sync:
+                created = sync_topic_acls(self.source_admin, self.target_admin, [p.source for p in self._pairs],
+                                          lambda name: self.policy.remote_topic(self.flow.source, name))
+                if created:
+                    log.info("flow %s: %d topic ACLs copied to %s", self.name, len(created), self.flow.target)
+        except Exception as exc:  # noqa: BLE001 - a failed sync must never stop replication
+            log.warning("flow %s: topic config/ACL sync skipped: %s", self.name, exc)
+
+    def _periodic_sync(self) -> None:
+        self._sync_topic_metadata()
+        try:
             if "group-offsets" in self.flow.sync:
                 from geokafka.control.offsets import TargetIndex, sync_group_offsets
 

@@ -107,7 +107,9 @@ class Cluster(_Model):
 
     bootstrap: str = Field(description="host:port[,host:port...] of the brokers")
     local: LocalCluster | None = Field(None, description="start this cluster on this machine with `geokafka up`")
-    security: Security = Field(default_factory=Security)
+    security: Security = Field(
+        default_factory=Security, description="how clients connect; a local cluster's brokers listen the same way"
+    )
     client_config: dict[str, str] = Field(default_factory=dict, description="extra librdkafka settings")
 
     @field_validator("bootstrap")
@@ -118,6 +120,25 @@ class Cluster(_Model):
             if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
                 raise ValueError(f"{part.strip()!r} is not host:port")
         return value
+
+    @model_validator(mode="after")
+    def _local_security(self) -> Cluster:
+        # A local cluster's brokers get a listener of security.protocol, with a CA and
+        # certificates geokafka generates and SASL users it creates from these settings.
+        if self.local is None:
+            return self
+        sec = self.security
+        for key in ("ca_file", "cert_file", "key_file", "key_password"):
+            if getattr(sec, key) is not None:
+                raise ValueError(
+                    f"security.{key} cannot be set on a local cluster: geokafka generates its CA and broker "
+                    "certificate and clients trust that CA (mutual TLS is not supported locally)"
+                )
+        if sec.username is not None and not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", sec.username):
+            raise ValueError(
+                f"security.username {sec.username!r}: a local cluster's SASL user may only use letters, digits, '.', '_', '-'"
+            )
+        return self
 
     @property
     def bootstrap_port(self) -> int:
@@ -154,7 +175,7 @@ class Flow(_Model):
     )
     groups: list[str] = Field(default_factory=list, description="regexes of consumer groups whose offsets follow")
     exclude_groups: list[str] = Field(default_factory=list)
-    sync: list[SyncKind] = Field(default_factory=lambda: ["configs", "partitions"])
+    sync: list[SyncKind] = Field(default_factory=lambda: ["configs", "partitions", "acls"])
     sync_interval_s: float = Field(10.0, gt=0, le=3600, description="period of config/partition/offset sync")
     start: Literal["earliest", "latest"] = Field("earliest", description="where a never-replicated partition starts")
     skip_gaps: bool = Field(False, description="log and count truncated ranges instead of stopping")

@@ -70,7 +70,7 @@ def test_defaults() -> None:
     )
     flow = topology.flows["f"]
     assert (flow.topics, flow.exclude, flow.rename, flow.separator) == ([".*"], [], "prefix", ".")
-    assert flow.groups == [] and flow.sync == ["configs", "partitions"] and flow.start == "earliest"
+    assert flow.groups == [] and flow.sync == ["configs", "partitions", "acls"] and flow.start == "earliest"
     assert topology.clusters["a"].security.protocol == "PLAINTEXT"
     assert topology.clusters["a"].local is None
     assert topology.pipeline.state_dir == Path(".geokafka/state")
