@@ -11,6 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from geokafka.control.connection import redact
 from geokafka.topology import Topology, load_topology
 
 
@@ -33,9 +34,12 @@ class CliContext:
         return self._topology
 
     def emit(self, data: Any, render: Any = None) -> None:
-        """Print ``data`` as JSON under ``--json``, else print ``render`` (a rich renderable or text)."""
+        """Print ``data`` as JSON under ``--json``, else print ``render`` (a rich renderable or text).
+
+        JSON may carry text from Kafka or Spark (error reasons): secrets read by this process are redacted.
+        """
         if self.json_output:
-            sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+            sys.stdout.write(redact(json.dumps(data, indent=2, default=str)) + "\n")
         elif render is not None:
             self.console.print(render)
 

@@ -9,17 +9,18 @@ from pathlib import Path
 import click
 
 from geokafka.cli.context import CliContext
+from geokafka.control.connection import redact
 from geokafka.errors import GeokafkaError
 
 
 class _Group(click.Group):
-    """Turns every :class:`GeokafkaError` into one line on stderr and its exit code."""
+    """Turns every :class:`GeokafkaError` into one line on stderr and its exit code (secrets redacted)."""
 
     def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except GeokafkaError as exc:
-            click.echo(f"{type(exc).__name__.rstrip('_')}: {exc}", err=True)
+            click.echo(redact(f"{type(exc).__name__.rstrip('_')}: {exc}"), err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -29,7 +30,8 @@ class _Group(click.Group):
         except Exception as exc:  # noqa: BLE001 - last line of defence: one line, not a traceback
             if os.environ.get("GEOKAFKA_DEBUG"):
                 raise
-            click.echo(f"InternalError: {type(exc).__name__}: {exc} (set GEOKAFKA_DEBUG=1 for a traceback)", err=True)
+            click.echo(redact(f"InternalError: {type(exc).__name__}: {exc} (set GEOKAFKA_DEBUG=1 for a traceback)"),
+                       err=True)
             ctx.exit(1)
         return None
 
@@ -51,9 +53,9 @@ def cli(ctx: click.Context, file: Path, json_output: bool) -> None:
 
 
 def _register() -> None:
-    from geokafka.cli import clusters_cmd, demo_cmd, drill_cmd, failover_cmd, mirror_cmd, offsets_cmd, plan_cmd, status_cmd, topology_cmd
+    from geokafka.cli import check_cmd, clusters_cmd, demo_cmd, drill_cmd, failover_cmd, mirror_cmd, offsets_cmd, plan_cmd, status_cmd, topology_cmd
 
-    for module in (demo_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, offsets_cmd, plan_cmd, drill_cmd, status_cmd):
+    for module in (demo_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, offsets_cmd, plan_cmd, drill_cmd, status_cmd, check_cmd):
         for command in module.COMMANDS:
             cli.add_command(command)
 

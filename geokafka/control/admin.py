@@ -6,8 +6,14 @@ geokafka's exception tree (unreachable, auth, missing topic, ...).
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
+import re
+import threading
 import time
+import weakref
+from collections.abc import Callable
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +34,12 @@ _AUTH = {
     KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
     KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
 }
+# A refused SASL login or TLS handshake only shows as "transport failure" on the request;
+# the reason comes through the client's error callback, remembered here per cluster.
+_REFUSED = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED, KafkaError._SSL}
+_refusals: dict[tuple[str, str, str], str] = {}
+_admins: weakref.WeakSet[ClusterAdmin] = weakref.WeakSet()
+_admins_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -42,11 +54,19 @@ class TopicInfo:
 
 
 def raise_mapped(conn: ClusterConnection, what: str, exc: BaseException) -> None:
-    """Re-raise a Kafka exception (or a future's time-out) as the geokafka error that fits it."""
-    if isinstance(exc, FutureTimeout):
-        raise ClusterUnreachableError(f"cluster {conn.name} ({conn.bootstrap}) did not answer: {what}") from None
+    """Re-raise a Kafka exception (or a future's time-out) as the geokafka error that fits it.
+
+    A cluster that does not answer because its brokers refused geokafka's credentials or
+    TLS handshake is an :class:`AuthError` with the brokers' reason, not "unreachable".
+    """
     err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
     code = err.code() if isinstance(err, KafkaError) else None
+    if isinstance(exc, FutureTimeout) or code in _UNREACHABLE:
+        refusal = refusal_of(conn)
+        if refusal is not None:
+            raise AuthError(f"cluster {conn.name}: {what}: the brokers refused the connection: {refusal}") from None
+    if isinstance(exc, FutureTimeout):
+        raise ClusterUnreachableError(f"cluster {conn.name} ({conn.bootstrap}) did not answer: {what}") from None
     text = err.str() if isinstance(err, KafkaError) else str(exc)
     if code in _UNREACHABLE:
         raise ClusterUnreachableError(f"cluster {conn.name} ({conn.bootstrap}) is not reachable: {what}: {text}") from None
@@ -57,14 +77,61 @@ def raise_mapped(conn: ClusterConnection, what: str, exc: BaseException) -> None
     raise KafkaOperationError(f"cluster {conn.name}: {what}: {text}") from None
 
 
+def refusal_of(conn: ClusterConnection) -> str | None:
+    """Why the brokers of ``conn`` last refused a client of this process (SASL or TLS), if they did."""
+    with _admins_lock:
+        admins = [a for a in _admins if _key(a.conn) == _key(conn)]
+    for admin in admins:
+        admin.raw.poll(0)  # serves pending error callbacks (admin results come on their own thread)
+    return _refusals.get(_key(conn))
+
+
+def _key(conn: ClusterConnection) -> tuple[str, str, str]:
+    """A cluster and the credentials used for it (as a digest: the key holds no secret)."""
+    digest = hashlib.sha256(repr(sorted(conn.security.items())).encode()).hexdigest()
+    return conn.name, conn.bootstrap, digest
+
+
+def _refusal_recorder(conn: ClusterConnection) -> Callable[[KafkaError], None]:
+    """An ``error_cb`` that remembers refused logins and handshakes of ``conn``'s cluster."""
+    key = _key(conn)
+
+    def on_error(err: KafkaError) -> None:
+        if err.code() in _REFUSED:
+            _refusals[key] = refusal_reason(err.str())
+
+    return on_error
+
+
+def refusal_reason(text: str) -> str:
+    """librdkafka's refusal text without the broker address and timing around it.
+
+    ``sasl_ssl://h:p/bootstrap: SASL authentication error: ... (after 436ms in state AUTH_REQ)``
+    """
+    text = re.sub(r"^\w+://[^ ]+?: ", "", text)
+    return re.sub(r" \(after \d+ms in state \w+\)$", "", text)
+
+
 class ClusterAdmin:
     """Admin calls against one cluster."""
 
     def __init__(self, conn: ClusterConnection, timeout_s: float = 15.0) -> None:
         self.conn = conn
         self.timeout_s = timeout_s
-        self._admin = AdminClient(conn.librdkafka(logger=_SILENT))
+        for setting, key in (("ssl.ca.location", "ca_file"), ("ssl.certificate.location", "cert_file"),
+                             ("ssl.key.location", "key_file")):
+            path = conn.security.get(setting)
+            if path and not os.path.isfile(path):
+                raise AuthError(f"cluster {conn.name}: security.{key} {path} is not a readable file")
+        try:
+            self._admin = AdminClient(conn.librdkafka(logger=_SILENT, error_cb=_refusal_recorder(conn)))
+        except KafkaException as exc:  # settings librdkafka refuses up front, e.g. a PEM it cannot parse
+            text = exc.args[0].str() if exc.args and isinstance(exc.args[0], KafkaError) else str(exc)
+            cls = AuthError if "ssl" in text.lower() or "sasl" in text.lower() else KafkaOperationError
+            raise cls(f"cluster {conn.name}: client settings rejected: {text}") from None
         self._reader: Consumer | None = None
+        with _admins_lock:
+            _admins.add(self)
 
     def check_reachable(self) -> None:
         """Raise ClusterUnreachableError/AuthError unless the cluster answers a metadata request."""
@@ -72,6 +139,7 @@ class ClusterAdmin:
             self._admin.list_topics(timeout=self.timeout_s)
         except KafkaException as exc:
             raise_mapped(self.conn, "listing topics", exc)
+        _refusals.pop(_key(self.conn), None)  # the credentials work (now)
 
     def topic_partitions(self) -> dict[str, int]:
         """Every topic and its partition count."""
@@ -188,7 +256,7 @@ class ClusterAdmin:
         """A consumer of this cluster for point reads (no group commits)."""
         return Consumer(self.conn.librdkafka(**{
             "group.id": "geokafka-reader", "enable.auto.commit": False, "isolation.level": "read_committed",
-            "logger": _SILENT, **extra,
+            "logger": _SILENT, "error_cb": _refusal_recorder(self.conn), **extra,
         }))
 
     def close(self) -> None:

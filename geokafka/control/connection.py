@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from geokafka.errors import AuthError, TopologyError
+from geokafka.topology.local_files import local_ca_file
 from geokafka.topology.ports import broker_ports
-from geokafka.topology.schema import Cluster, SecretRef, Topology
+from geokafka.topology.schema import Cluster, Pipeline, SecretRef, Topology
+
+_DEFAULT_STATE_DIR: Path = Pipeline.model_fields["state_dir"].default
+REDACTED = "******"
+_MIN_REDACTED = 4  # shorter secrets are not searched for: they would shred ordinary words
+_seen_secrets: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -32,9 +39,13 @@ class ClusterConnection:
         return {"bootstrap.servers": self.bootstrap, "log_level": 3, **self.security, **extra}
 
     def spark_options(self) -> dict[str, str]:
-        """``kafka.*`` options for Spark's Kafka source (Java client names)."""
+        """``kafka.*`` options for Spark's Kafka source (Java client names).
+
+        The values can hold secrets (``sasl.jaas.config``, a client key): pass them to the
+        reader only and never print them (Spark's plans, progress and UI do not show them).
+        """
         opts = {"kafka.bootstrap.servers": self.bootstrap}
-        java = _java_security(self.security)
+        java = _java_security(self.name, self.security)
         opts.update({f"kafka.{k}": v for k, v in java.items()})
         return opts
 
@@ -45,11 +56,15 @@ def connection(topology: Topology, name: str) -> ClusterConnection:
         cluster = topology.clusters[name]
     except KeyError:
         raise TopologyError(f"unknown cluster {name!r} (known: {', '.join(sorted(topology.clusters))})") from None
-    return cluster_connection(name, cluster)
+    return cluster_connection(name, cluster, topology.pipeline.state_dir)
 
 
-def cluster_connection(name: str, cluster: Cluster) -> ClusterConnection:
-    """Build the connection of one cluster; local clusters bootstrap from all their brokers."""
+def cluster_connection(name: str, cluster: Cluster, state_dir: Path | None = None) -> ClusterConnection:
+    """Build the connection of one cluster; local clusters bootstrap from all their brokers.
+
+    A local cluster with TLS is trusted through the CA geokafka generated for it under
+    ``state_dir`` (the topology's ``pipeline.state_dir``).
+    """
     bootstrap = cluster.bootstrap
     if cluster.local is not None:
         host = cluster.bootstrap_host
@@ -62,6 +77,8 @@ def cluster_connection(name: str, cluster: Cluster) -> ClusterConnection:
         settings["sasl.password"] = read_secret(sec.password, f"clusters.{name}.security.password")
     if sec.ca_file:
         settings["ssl.ca.location"] = str(sec.ca_file)
+    elif cluster.local is not None and sec.protocol.endswith("SSL"):
+        settings["ssl.ca.location"] = str(local_ca_file(state_dir or _DEFAULT_STATE_DIR, name))
     if sec.cert_file:
         settings["ssl.certificate.location"] = str(sec.cert_file)
     if sec.key_file:
@@ -73,22 +90,47 @@ def cluster_connection(name: str, cluster: Cluster) -> ClusterConnection:
 
 
 def read_secret(ref: SecretRef | None, where: str) -> str:
-    """The secret value behind ``ref``; errors name the reference, never the value."""
+    """The secret value behind ``ref``; errors name the reference, never the value.
+
+    Every value read is remembered (in memory) so that :func:`redact` can remove it from
+    text that came from elsewhere (a Java stack trace, a broker's message).
+    """
     if ref is None:
         raise AuthError(f"{where}: no secret configured")
     if ref.env is not None:
         value = os.environ.get(ref.env)
         if value is None:
             raise AuthError(f"{where}: environment variable {ref.env} is not set")
-        return value
-    assert ref.file is not None
-    try:
-        return ref.file.read_text(encoding="utf-8").rstrip("\n")
-    except OSError as exc:
-        raise AuthError(f"{where}: cannot read secret file {ref.file}: {exc.strerror}") from None
+    else:
+        assert ref.file is not None
+        try:
+            value = ref.file.read_text(encoding="utf-8").rstrip("\n")
+        except OSError as exc:
+            raise AuthError(f"{where}: cannot read secret file {ref.file}: {exc.strerror}") from None
+    remember_secret(value)
+    return value
 
 
-def _java_security(settings: dict[str, str]) -> dict[str, str]:
+def remember_secret(value: str) -> None:
+    """Have :func:`redact` hide ``value`` (and its JAAS-escaped form) from now on."""
+    for form in (value, jaas_quote(value)):
+        if len(form) >= _MIN_REDACTED:
+            _seen_secrets.add(form)
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret this process has read replaced by ``******``.
+
+    The last line of defence for text geokafka did not write itself (Spark and Kafka
+    errors) before it is printed or stored; geokafka's own messages never hold secrets.
+    """
+    for secret in sorted(_seen_secrets, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def _java_security(name: str, settings: dict[str, str]) -> dict[str, str]:
     """Translate librdkafka security settings to the Java client's names."""
     java: dict[str, str] = {"security.protocol": settings["security.protocol"].upper()}
     mechanism = settings.get("sasl.mechanism")
@@ -98,16 +140,47 @@ def _java_security(settings: dict[str, str]) -> dict[str, str]:
             if mechanism == "PLAIN"
             else "org.apache.kafka.common.security.scram.ScramLoginModule"
         )
-        user = _jaas_quote(settings["sasl.username"])
-        password = _jaas_quote(settings["sasl.password"])
+        user = jaas_quote(settings["sasl.username"])
+        password = jaas_quote(settings["sasl.password"])
         java["sasl.mechanism"] = mechanism
         java["sasl.jaas.config"] = f'{module} required username="{user}" password="{password}";'
     if "ssl.ca.location" in settings:
         java["ssl.truststore.type"] = "PEM"
         java["ssl.truststore.location"] = settings["ssl.ca.location"]
+    if "ssl.certificate.location" in settings or "ssl.key.location" in settings:
+        # Java takes a PEM key store as text: the chain and the (PKCS#8) key, read here.
+        java["ssl.keystore.type"] = "PEM"
+        java["ssl.keystore.certificate.chain"] = _read_pem(name, "cert_file", settings.get("ssl.certificate.location"))
+        key = _read_pem(name, "key_file", settings.get("ssl.key.location"))
+        if "BEGIN PRIVATE KEY" not in key and "BEGIN ENCRYPTED PRIVATE KEY" not in key:
+            raise AuthError(
+                f"cluster {name}: security.key_file must be a PKCS#8 PEM key (BEGIN PRIVATE KEY) for Spark's "
+                "Kafka client; convert it with `openssl pkcs8 -topk8`"
+            )
+        remember_secret(key)
+        java["ssl.keystore.key"] = key
+        if "ssl.key.password" in settings:
+            java["ssl.key.password"] = settings["ssl.key.password"]
+    verify = settings.get("ssl.endpoint.identification.algorithm")
+    if verify is not None:
+        java["ssl.endpoint.identification.algorithm"] = "" if verify == "none" else verify
     return java
 
 
-def _jaas_quote(value: str) -> str:
+def _read_pem(name: str, key: str, path: str | None) -> str:
+    """The text of a PEM file of the security block; errors name the key and path, never the content."""
+    if not path:
+        raise AuthError(f"cluster {name}: mutual TLS needs both security.cert_file and security.key_file")
+    try:
+        text = Path(path).read_text(encoding="ascii")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not a PEM text file"
+        raise AuthError(f"cluster {name}: security.{key} {path} cannot be read: {reason}") from None
+    if "-----BEGIN " not in text:
+        raise AuthError(f"cluster {name}: security.{key} {path} is not PEM")
+    return text
+
+
+def jaas_quote(value: str) -> str:
     """Escape a value for a double-quoted JAAS option (the parser unescapes backslashes too)."""
     return value.replace("\\", "\\\\").replace('"', '\\"')

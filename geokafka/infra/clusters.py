@@ -5,13 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from geokafka.errors import TopologyError
+from geokafka.infra.broker_security import ListenerSecurity
 from geokafka.infra.local_cluster import LocalClusterSpec, NodeSpec
+from geokafka.topology.local_files import cluster_home
 from geokafka.topology.ports import broker_ports, controller_ports
 from geokafka.topology.schema import Cluster, Topology
 
 
 def local_cluster_spec(name: str, cluster: Cluster, state_dir: Path) -> LocalClusterSpec:
-    """The spec of cluster ``name``'s ``local:`` block; node ids 1..N, separate controllers 101.."""
+    """The spec of cluster ``name``'s ``local:`` block; node ids 1..N, separate controllers 101..
+
+    The brokers' client listener follows the cluster's ``security`` block (see
+    :mod:`geokafka.infra.broker_security`).
+    """
     local = cluster.local
     if local is None:
         raise ValueError(f"cluster {name} has no local: block")
@@ -23,12 +29,14 @@ def local_cluster_spec(name: str, cluster: Cluster, state_dir: Path) -> LocalClu
         nodes.append(NodeSpec(i + 1, True, combined, racks[i], port, cports[i] if combined else None))
     if local.mode == "separate":
         nodes += [NodeSpec(101 + j, False, True, None, None, port) for j, port in enumerate(cports)]
+    sec = cluster.security
     return LocalClusterSpec(
         name=name,
-        home=(state_dir / "clusters" / name).absolute(),
+        home=cluster_home(state_dir, name),
         nodes=tuple(nodes),
         heap_mb=local.heap_mb,
         broker_config=dict(local.broker_config),
+        security=ListenerSecurity(sec.protocol, sec.sasl_mechanism, sec.username, sec.password),
     )
 
 

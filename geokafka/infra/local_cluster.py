@@ -9,6 +9,7 @@ cluster metadata shows every broker.
 from __future__ import annotations
 
 import base64
+import os
 import signal
 import socket
 import subprocess
@@ -17,8 +18,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from geokafka.errors import ClusterUnreachableError, EnvironmentError_
+from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_
 from geokafka.infra import jars
+from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
 from geokafka.infra.processes import running_pid, signal_process, start_process, stop_process, stop_processes
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
@@ -39,13 +41,14 @@ class NodeSpec:
 
 @dataclass(frozen=True)
 class LocalClusterSpec:
-    """A local cluster: its nodes, where it keeps its files, and extra broker settings."""
+    """A local cluster: its nodes, where it keeps its files, extra broker settings, client listener security."""
 
     name: str
     home: Path
     nodes: tuple[NodeSpec, ...]
     heap_mb: int = 384
     broker_config: dict[str, str] = field(default_factory=dict)
+    security: ListenerSecurity = field(default_factory=ListenerSecurity)
 
     @property
     def brokers(self) -> list[NodeSpec]:
@@ -76,14 +79,15 @@ def ports_of(spec: LocalClusterSpec) -> list[int]:
     return [p for n in spec.nodes for p in (n.broker_port, n.controller_port) if p is not None]
 
 
-def server_properties(spec: LocalClusterSpec, node: NodeSpec) -> dict[str, str]:
-    """The ``server.properties`` of one node."""
+def server_properties(spec: LocalClusterSpec, node: NodeSpec, auth: BrokerAuth | None = None) -> dict[str, str]:
+    """The ``server.properties`` of one node (``auth``: the client listener's TLS/SASL settings)."""
     voters = ",".join(f"{c.node_id}@{HOST}:{c.controller_port}" for c in spec.controllers)
     brokers = len(spec.brokers)
     roles = [r for r, on in (("broker", node.is_broker), ("controller", node.is_controller)) if on]
+    client = spec.security.listener_name  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
     listeners = []
     if node.is_broker:
-        listeners.append(f"PLAINTEXT://{HOST}:{node.broker_port}")
+        listeners.append(f"{client}://{HOST}:{node.broker_port}")
     if node.is_controller:
         listeners.append(f"CONTROLLER://{HOST}:{node.controller_port}")
     props = {
@@ -92,7 +96,7 @@ def server_properties(spec: LocalClusterSpec, node: NodeSpec) -> dict[str, str]:
         "controller.quorum.voters": voters,
         "controller.listener.names": "CONTROLLER",
         "listeners": ",".join(listeners),
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": f"{client}:{spec.security.protocol},CONTROLLER:PLAINTEXT",
         "log.dirs": str(spec.node_dir(node.node_id) / "data"),
         "num.partitions": "1",
         "auto.create.topics.enable": "false",
@@ -108,11 +112,13 @@ def server_properties(spec: LocalClusterSpec, node: NodeSpec) -> dict[str, str]:
         "replica.fetch.max.bytes": str(8 * 1024 * 1024),
     }
     if node.is_broker:
-        props["advertised.listeners"] = f"PLAINTEXT://{HOST}:{node.broker_port}"
-        props["inter.broker.listener.name"] = "PLAINTEXT"
+        props["advertised.listeners"] = f"{client}://{HOST}:{node.broker_port}"
+        props["inter.broker.listener.name"] = client
         props["replica.selector.class"] = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
         if node.rack:
             props["broker.rack"] = node.rack
+        if auth is not None:
+            props.update(auth.server_properties())
     props.update(spec.broker_config)
     return props
 
@@ -138,10 +144,12 @@ def start_clusters(specs: list[LocalClusterSpec], timeout_s: float = 90.0) -> di
                         f"cluster {spec.name}: port {port} (node {node.node_id}) is already in use by another process"
                     )
     classpath = jars.kafka_classpath()
+    auths = {spec.name: broker_auth(spec.security, spec.home, spec.name) for spec, _ in plans}
     formats = []
     for spec, to_start in plans:
         cluster_id = _cluster_id(spec)
-        formats += [(spec, node, _prepare_node(spec, node, classpath, cluster_id)) for node in to_start]
+        auth = auths[spec.name]
+        formats += [(spec, node, _prepare_node(spec, node, classpath, cluster_id, auth)) for node in to_start]
     for spec, node, proc in formats:
         _await_format(spec, node, proc)
     for spec, to_start in plans:
@@ -150,8 +158,8 @@ def start_clusters(specs: list[LocalClusterSpec], timeout_s: float = 90.0) -> di
     racks: dict[str, dict[int, str | None]] = {}
     try:
         for spec, _ in plans:
-            racks[spec.name] = wait_until_ready(spec, timeout_s)
-    except ClusterUnreachableError:
+            racks[spec.name] = wait_until_ready(spec, timeout_s, auths[spec.name])
+    except (ClusterUnreachableError, AuthError):
         for spec, to_start in plans:
             if to_start:
                 stop_cluster(spec)
@@ -164,7 +172,8 @@ def start_node(spec: LocalClusterSpec, node_id: int) -> None:
     node = spec.node(node_id)
     if running_pid(_pid_file(spec, node)) is None:
         classpath = jars.kafka_classpath()
-        _await_format(spec, node, _prepare_node(spec, node, classpath, _cluster_id(spec)))
+        auth = broker_auth(spec.security, spec.home, spec.name)
+        _await_format(spec, node, _prepare_node(spec, node, classpath, _cluster_id(spec), auth))
         _launch_node(spec, node, classpath)
 
 
@@ -225,15 +234,32 @@ def listening_ports() -> set[int] | None:
     return ports if readable else None
 
 
-def wait_until_ready(spec: LocalClusterSpec, timeout_s: float) -> dict[int, str | None]:
-    """Wait until the metadata of the cluster lists every broker; return broker id -> rack."""
+def wait_until_ready(spec: LocalClusterSpec, timeout_s: float, auth: BrokerAuth | None = None) -> dict[int, str | None]:
+    """Wait until the metadata of the cluster lists every broker; return broker id -> rack.
+
+    The probe connects like a client (TLS/SASL of the cluster's listener); if the brokers
+    refuse its credentials, that is an :class:`AuthError` at once, not a time-out.
+    """
+    from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient  # local import: keeps `geokafka --help` fast
 
+    from geokafka.control.admin import refusal_reason
+
+    if auth is None:
+        auth = broker_auth(spec.security, spec.home, spec.name)
     expected = {n.node_id for n in spec.brokers}
     deadline = time.monotonic() + timeout_s
     admin = None
     seen: set[int] = set()
+    refused: list[str] = []
+
+    def on_error(err: KafkaError) -> None:
+        if err.code() in (KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED):
+            refused.append(refusal_reason(err.str()))
+
     while time.monotonic() < deadline:
+        if refused:
+            raise AuthError(f"cluster {spec.name}: the brokers refused geokafka's credentials: {refused[-1]}")
         dead = [n.node_id for n in spec.nodes if running_pid(_pid_file(spec, n)) is None]
         if dead:
             log = spec.node_dir(dead[0]) / "logs" / "server.log"
@@ -246,14 +272,15 @@ def wait_until_ready(spec: LocalClusterSpec, timeout_s: float) -> dict[int, str 
             if listening is not None and any(n.broker_port not in listening for n in spec.brokers):
                 time.sleep(0.2)
                 continue
-            admin = AdminClient({"bootstrap.servers": spec.bootstrap, "log_level": 0, "logger": _quiet()})
+            admin = AdminClient({"bootstrap.servers": spec.bootstrap, "log_level": 0, "logger": _quiet(),
+                                 "error_cb": on_error, **auth.client_settings()})
         try:
             described = admin.describe_cluster(request_timeout=3).result(timeout=4)
             seen = {node.id for node in described.nodes}
             if seen >= expected:
                 return {node.id: node.rack for node in described.nodes}
         except Exception:  # noqa: BLE001 - not up yet; retried until the deadline
-            pass
+            admin.poll(0)  # serves the error callback: a refused login shows there
         time.sleep(0.5)
     raise ClusterUnreachableError(
         f"cluster {spec.name}: brokers {sorted(expected - seen)} not in the metadata after {timeout_s:.0f}s"
@@ -278,18 +305,25 @@ def _cluster_id(spec: LocalClusterSpec) -> str:
 
 
 def _prepare_node(
-    spec: LocalClusterSpec, node: NodeSpec, classpath: str, cluster_id: str
+    spec: LocalClusterSpec, node: NodeSpec, classpath: str, cluster_id: str, auth: BrokerAuth
 ) -> subprocess.Popen[str] | None:
-    """Write the node's config; start formatting its storage if new (see :func:`_await_format`)."""
+    """Write the node's config; start formatting its storage if new (see :func:`_await_format`).
+
+    The config can hold the listener's secrets, so it is readable by its owner only.
+    """
     node_dir = spec.node_dir(node.node_id)
     (node_dir / "logs").mkdir(parents=True, exist_ok=True)
     config = node_dir / "server.properties"
-    config.write_text("".join(f"{k}={v}\n" for k, v in server_properties(spec, node).items()))
+    text = "".join(f"{k}={properties_escape(v)}\n" for k, v in server_properties(spec, node, auth).items())
+    fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        os.fchmod(out.fileno(), 0o600)  # also when an older, wider file is rewritten
+        out.write(text)
     if (node_dir / "data" / "meta.properties").exists():
         return None
     return subprocess.Popen(  # noqa: S603 - the command is built by geokafka
         ["java", "-cp", classpath, *_jvm_logging(node_dir), "kafka.tools.StorageTool", "format",
-         "-t", cluster_id, "-c", str(config), "--ignore-formatted"],
+         "-t", cluster_id, "-c", str(config), "--ignore-formatted", *auth.format_args()],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
     )
 
@@ -302,6 +336,28 @@ def _await_format(spec: LocalClusterSpec, node: NodeSpec, proc: subprocess.Popen
     if proc.returncode != 0:
         tail = output.strip().splitlines()[-1:] or ["?"]
         raise EnvironmentError_(f"cluster {spec.name}: formatting node {node.node_id} failed: {tail[0]}")
+
+
+def properties_escape(value: str) -> str:
+    """Escape a value for a Java properties file (read as ISO-8859-1, backslash escapes)."""
+    out = []
+    for i, ch in enumerate(value):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch in "\n\r\t\f":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}[ch])
+        elif ch == " " and i == 0:
+            out.append("\\ ")  # a leading space would be dropped
+        elif ord(ch) < 0x20 or ord(ch) > 0x7E:
+            out.extend(f"\\u{unit:04x}" for unit in _utf16_units(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _utf16_units(ch: str) -> list[int]:
+    data = ch.encode("utf-16-be")
+    return [int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2)]
 
 
 def _launch_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str) -> None:

@@ -27,6 +27,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from geokafka.control.connection import redact
 from geokafka.errors import GeokafkaError, TopologyError
 from geokafka.topology.schema import Topology
 
@@ -232,6 +233,8 @@ def mirror_details(record: dict[str, Any] | None) -> dict[str, Any]:
         return int(value) if isinstance(value, (int, float)) else None
 
     reason = rec.get("reason")
+    if isinstance(reason, str):
+        reason = redact(reason)  # recorded text may quote a Kafka or Spark error
     if rec.get("state") == "error" and not reason:
         reason = "no reason recorded"
     return {

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from geokafka import errors
 from geokafka.control.admin import ClusterAdmin
-from geokafka.control.connection import connection
+from geokafka.control.connection import connection, redact
 from geokafka.control.naming import policy_for
 from geokafka.control.selection import select_topics
 from geokafka.control.state_store import (
@@ -48,7 +48,8 @@ _SPARK_DATA_LOSS = re.compile(r"(Cannot fetch offset \d+.*?TopicPartition: [^)\s
 
 
 def classify_failure(text: str) -> errors.GeokafkaError:
-    """Turn a failed query's exception text into the geokafka error it stands for."""
+    """Turn a failed query's exception text into the geokafka error it stands for (secrets redacted)."""
+    text = redact(text)
     match = _WORKER_ERROR.search(text)
     if match:
         cls = getattr(errors, match.group(1), errors.KafkaOperationError)

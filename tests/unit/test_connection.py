@@ -205,3 +205,50 @@ def test_unknown_cluster(topology: Topology) -> None:
 
 def test_cluster_connection_is_the_same_as_connection(topology: Topology) -> None:
     assert cluster_connection("plain", topology.clusters["plain"]) == connection(topology, "plain")
+
+
+def _mtls(tmp_path: Path, key_text: str, key_password: bool = False) -> Topology:
+    cert, key = tmp_path / "client.pem", tmp_path / "client.key"
+    cert.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n", encoding="ascii")
+    key.write_text(key_text, encoding="ascii")
+    extra = "\n      key_password: {env: GK_TEST_KEY_PASSWORD}" if key_password else ""
+    return parse_topology(f"""
+clusters:
+  mtls:
+    bootstrap: kafka.example.com:9095
+    security:
+      protocol: SSL
+      ca_file: /etc/ssl/ca.pem
+      cert_file: {cert}
+      key_file: {key}{extra}
+""")
+
+
+def test_mutual_tls_reaches_spark_as_a_pem_key_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GK_TEST_KEY_PASSWORD", SECRET)
+    key = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIE\n-----END ENCRYPTED PRIVATE KEY-----\n"
+    options = connection(_mtls(tmp_path, key, key_password=True), "mtls").spark_options()
+    assert options["kafka.security.protocol"] == "SSL"
+    assert options["kafka.ssl.keystore.type"] == "PEM"
+    assert options["kafka.ssl.keystore.certificate.chain"].startswith("-----BEGIN CERTIFICATE-----")
+    assert options["kafka.ssl.keystore.key"] == key
+    assert options["kafka.ssl.key.password"] == SECRET
+    assert options["kafka.ssl.truststore.location"] == "/etc/ssl/ca.pem"
+
+
+def test_mutual_tls_key_problems_are_auth_errors_naming_the_key(tmp_path: Path) -> None:
+    pkcs1 = "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n"
+    with pytest.raises(AuthError, match=r"^cluster mtls: security.key_file must be a PKCS#8 PEM key"):
+        connection(_mtls(tmp_path, pkcs1), "mtls").spark_options()
+    gone = _mtls(tmp_path, "x")
+    (tmp_path / "client.key").unlink()
+    with pytest.raises(AuthError, match=r"^cluster mtls: security.key_file .*client.key cannot be read: No such file"):
+        connection(gone, "mtls").spark_options()
+
+
+def test_disabled_hostname_verification_reaches_spark(topology: Topology, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GK_TEST_KAFKA_PASSWORD", SECRET)
+    cluster = topology.clusters["scram-env"].model_copy(
+        update={"client_config": {"ssl.endpoint.identification.algorithm": "none"}})
+    options = cluster_connection("scram-env", cluster).spark_options()
+    assert options["kafka.ssl.endpoint.identification.algorithm"] == ""
