@@ -1,0 +1,99 @@
+"""`geokafka bench`: raw Kafka tools vs MirrorMaker 2 vs geokafka on local clusters started for the run."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+
+from geokafka.cli.context import CliContext, pass_ctx
+
+
+def _n(value: Any, fmt: str = ",.0f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def render(report: dict[str, Any]) -> list[Table]:
+    """The result table, the scaling table and the targets."""
+    table = Table("run", "contender", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "CPU s/GB", "peak RSS MB",
+                  "vs raw", "note", title="geokafka bench")
+    for label, run in report["runs"].items():
+        for name in ("raw", "mm2", "geokafka"):
+            r = run.get(name) or {}
+            if not r.get("ran"):
+                table.add_row(label, name, "not run", "", "", "", "", "", "", "", str(r.get("reason", ""))[:60])
+                continue
+            lat = r.get("latency") or {}
+            raw = (run.get("raw") or {}).get("records_per_s") if (run.get("raw") or {}).get("ran") else None
+            vs_raw = f"{r['records_per_s'] / raw:.2f}" if raw else "-"
+            note = "" if name == "raw" else f"start {r.get('startup_s')}s excluded" if "excluded" in r.get("basis", "") \
+                else "start included"
+            note += f" load {r.get('load_avg_1m', ['?'])[0]}"
+            table.add_row(label, name, _n(r["records_per_s"]), _n(r["mb_per_s"], ",.1f"), _n(lat.get("p50_ms"), ".1f"),
+                          _n(lat.get("p95_ms"), ".1f"), _n(lat.get("p99_ms"), ".1f"), _n(r.get("cpu_s_per_gb"), ",.0f"),
+                          _n(r.get("peak_rss_mb"), ",.0f"), vs_raw, note)
+        ratios = run.get("ratios", {})
+        table.add_row(label, "ratios", f"gk/mm2 {_n(ratios.get('geokafka_over_mm2'), '.2f')}",
+                      f"gk/raw {_n(ratios.get('geokafka_over_raw'), '.2f')}", "", "", "", "", "", "", "")
+    scaling = Table("partitions", "records", "records/s", "MB/s", "CPU s/GB", "peak RSS MB", title="geokafka scaling (1 KiB)")
+    for row in report.get("scaling", []):
+        if not row.get("ran"):
+            scaling.add_row(str(row["partitions"]), "not run", str(row.get("reason", ""))[:60], "", "", "")
+            continue
+        scaling.add_row(str(row["partitions"]), _n(row["records"]), _n(row["records_per_s"]), _n(row["mb_per_s"], ",.1f"),
+                        _n(row["cpu_s_per_gb"]), _n(row["peak_rss_mb"]))
+    goals = Table("target", "measured", "goal", "met", title="targets")
+    for t in report.get("targets", []):
+        met = {True: "[green]yes[/]", False: "[red]NO (out of reach on this run)[/]", None: "not measured"}[t["met"]]
+        goals.add_row(t["target"], str(t["value"]), t["goal"], met)
+    tr = report.get("translation", {})
+    goals.caption = (f"translation: {tr.get('translations', 0):,} translations in {tr.get('translate_s')} s "
+                     f"(index build {tr.get('index_build_s')} s); total bench {report.get('total_s')} s")
+    return [table, scaling, goals]
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="small sizes (CI): 30k records, 6 partitions, 5 s latency")
+@click.option("--keep", is_flag=True, help="leave the bench clusters running afterwards")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="JSON report path (default reports/bench-<time>.json)")
+@pass_ctx
+def bench(ctx: CliContext, quick: bool, keep: bool, out: Path | None) -> None:
+    """Throughput, latency, CPU and memory: Kafka's perf tools vs MirrorMaker 2 vs geokafka.
+
+    \b
+    Starts two fresh local 1-broker clusters (ports 24092 and 25092, state under
+    .geokafka/bench), loads the same data once (1 KiB and 100 B records, keyed, 2 headers)
+    and runs on it, one after the other:
+    - raw: org.apache.kafka.tools.ConsumerPerformance on the source and ProducerPerformance
+      to the target (acks=all, linger.ms=5, batch.size=1000000, lz4); the limit is the slower.
+    - mm2: MirrorMaker 2 dedicated mode, tasks.max = cores, the same producer settings.
+    - geokafka: `geokafka mirror` on local[2], exactly-once transactional writer.
+    Throughput counts from the first record visible on the target to the last (process
+    start excluded); latency is produce -> visible on the target under a steady load.
+    """
+    from geokafka.operations.bench.run import FULL, QUICK, run_bench
+
+    t0 = time.monotonic()
+
+    def say(text: str) -> None:
+        ctx.info(f"[bold cyan]{time.monotonic() - t0:6.1f}s[/] {text}")
+
+    report = run_bench(Path(".geokafka") / "bench", QUICK if quick else FULL, say, keep=keep)
+    report["mode"] = "quick" if quick else "full"
+    path = out or Path("reports") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    report["report"] = str(path)
+    if ctx.json_output:
+        ctx.emit(report)
+        return
+    for table in render(report):
+        ctx.console.print(table)
+    ctx.console.print(f"report: {path}")
+
+
+COMMANDS = [bench]

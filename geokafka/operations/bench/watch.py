@@ -1,0 +1,134 @@
+"""Consumers on the target: a record counter (read_committed) and the latency probe."""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+import uuid
+
+LAT_FORMAT = ">d"  # produce wall-clock time (seconds) at the start of the value
+
+
+class TargetCounter:
+    """Counts committed records of one target topic from the beginning, in a thread.
+
+    ``first_at``/``done_at`` are ``time.monotonic()`` when the first record / the ``expected``-th
+    record became visible.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, expected: int) -> None:
+        self.bootstrap, self.topic, self.expected = bootstrap, topic, expected
+        self.count = 0
+        self.first_at: float | None = None
+        self.first_count = 0
+        """Records in the first fetch that showed any (already copied when the window opens)."""
+        self.done_at: float | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-counter")
+        self.on_first = None  # callable run in this thread when the first record shows up
+
+    def start(self) -> TargetCounter:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        from confluent_kafka import Consumer
+
+        consumer = Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": f"bench-count-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False, "isolation.level": "read_committed",
+            "topic.metadata.refresh.interval.ms": 1000, "fetch.max.bytes": 64 * 1024 * 1024,
+            "allow.auto.create.topics": False,
+        })
+        consumer.subscribe([self.topic])
+        try:
+            while not self._stop.is_set() and self.count < self.expected:
+                msgs = consumer.consume(10_000, 0.2)
+                got = sum(1 for m in msgs if m.error() is None)
+                if got:
+                    if self.first_at is None:
+                        self.first_at = time.monotonic()
+                        self.first_count = got
+                        if self.on_first is not None:
+                            self.on_first()
+                    self.count += got
+            if self.count >= self.expected:
+                self.done_at = time.monotonic()
+        finally:
+            consumer.close()
+
+    def wait(self, timeout_s: float) -> bool:
+        self._thread.join(timeout_s)
+        return self.done_at is not None
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
+def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: float, seconds: float,
+                  size: int = 1024, drain_s: float = 20.0) -> dict[str, float | int]:
+    """Produce ``rate`` records/s for ``seconds`` to ``src_topic`` (value starts with the wall time),
+    consume ``dst_topic`` and return replication latency percentiles in ms (produce call -> visible).
+
+    The consumer on the target is subscribed (at the end) before producing starts.
+    """
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": dst, "group.id": f"bench-lat-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "latest",
+        "enable.auto.commit": False, "isolation.level": "read_committed", "fetch.wait.max.ms": 10,
+        "fetch.min.bytes": 1,
+    })
+    deadline = time.monotonic() + 60
+    while True:
+        meta = consumer.list_topics(dst_topic, timeout=10).topics.get(dst_topic)
+        if meta is not None and meta.error is None and meta.partitions:
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"latency probe: {dst_topic} never appeared on the target")
+        time.sleep(0.5)
+    ends = []
+    for p in meta.partitions:
+        _, high = consumer.get_watermark_offsets(TopicPartition(dst_topic, p), timeout=5, cached=False)
+        ends.append(TopicPartition(dst_topic, p, high))
+    consumer.assign(ends)
+    consumer.consume(100, 0.5)
+    producer = Producer({"bootstrap.servers": src, "acks": "all", "linger.ms": 0})
+    pad = b"x" * max(0, size - 8)
+    lat: list[float] = []
+    sent = 0
+    t0 = time.monotonic()
+    interval = 1.0 / rate
+    next_at = t0
+    while time.monotonic() - t0 < seconds:
+        now = time.monotonic()
+        while next_at <= now:
+            producer.produce(src_topic, struct.pack(LAT_FORMAT, time.time()) + pad, key=b"lat%d" % sent)
+            sent += 1
+            next_at += interval
+        producer.poll(0)
+        for m in consumer.consume(1000, 0.002):
+            if m.error() is None and m.value() is not None and len(m.value()) >= 8:
+                lat.append((time.time() - struct.unpack(LAT_FORMAT, m.value()[:8])[0]) * 1000)
+    producer.flush(30)
+    deadline = time.monotonic() + drain_s
+    while len(lat) < sent and time.monotonic() < deadline:
+        for m in consumer.consume(1000, 0.05):
+            if m.error() is None and m.value() is not None and len(m.value()) >= 8:
+                lat.append((time.time() - struct.unpack(LAT_FORMAT, m.value()[:8])[0]) * 1000)
+    consumer.close()
+    return {"sent": sent, "received": len(lat), "rate": rate, **percentiles(lat)}
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """p50/p95/p99/max (nearest rank), NaN-free: 0-length input gives -1."""
+    if not values:
+        return {"p50_ms": -1.0, "p95_ms": -1.0, "p99_ms": -1.0, "max_ms": -1.0}
+    s = sorted(values)
+
+    def rank(q: float) -> float:
+        return round(s[min(len(s) - 1, max(0, int(q * len(s) + 0.5) - 1))], 2)
+
+    return {"p50_ms": rank(0.50), "p95_ms": rank(0.95), "p99_ms": rank(0.99), "max_ms": round(s[-1], 2)}

@@ -1,0 +1,41 @@
+"""`geokafka bench --quick --json`: every contender runs and the numbers are sane (no timing targets)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    proc = subprocess.run(  # noqa: S603
+        [sys.executable, "-m", "geokafka", "--json", "bench", "--quick", "--out", str(out)],
+        capture_output=True, text=True, timeout=1200, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert json.loads(out.read_text())["runs"].keys() == report["runs"].keys()
+    assert set(report["runs"]) == {"1k", "100b"}
+    for label, run in report["runs"].items():
+        for name in ("raw", "mm2", "geokafka"):
+            result = run[name]
+            assert result["ran"], f"{label}/{name} did not run: {result.get('reason')}"
+            assert result["records_per_s"] > 0 and result["mb_per_s"] > 0
+            if name != "raw":
+                assert result["cpu_s_per_gb"] > 0 and result["peak_rss_mb"] > 0
+        assert run["ratios"]["geokafka_over_mm2"] is not None
+        assert run["ratios"]["geokafka_over_raw"] is not None
+    for name in ("mm2", "geokafka"):
+        lat = report["runs"]["1k"][name]["latency"]
+        assert lat["received"] > 0
+        assert 0 <= lat["p50_ms"] <= lat["p95_ms"] <= lat["p99_ms"]
+    assert [row["partitions"] for row in report["scaling"]] == [1, 6]
+    assert all(row["ran"] and row["records_per_s"] > 0 for row in report["scaling"])
+    assert report["translation"]["translations"] == 12_000
+    assert {t["target"] for t in report["targets"]} and all("met" in t for t in report["targets"])
