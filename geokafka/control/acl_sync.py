@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 
@@ -86,38 +87,39 @@ def describe_topic_acls(admin: ClusterAdmin) -> list[TopicAcl] | None:
                      b.permission_type.name) for b in bindings]
 
 
-def create_topic_acls(admin: ClusterAdmin, acls: Iterable[TopicAcl]) -> None:
-    """Create ``acls`` on the cluster (existing ones are a no-op for Kafka)."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AclBinding, AclOperation, AclPermissionType, ResourcePatternType, ResourceType
+def _binding(cls: Any, acl: TopicAcl) -> Any:
+    """``acl`` as a confluent-kafka ``AclBinding`` or (exact) ``AclBindingFilter``."""
+    from confluent_kafka.admin import AclOperation, AclPermissionType, ResourcePatternType, ResourceType
 
-    bindings = [AclBinding(ResourceType.TOPIC, a.name, ResourcePatternType[a.pattern], a.principal, a.host,
-                           AclOperation[a.operation], AclPermissionType[a.permission]) for a in sorted(acls)]
-    if not bindings:
-        return
-    for binding, future in admin.raw.create_acls(bindings, request_timeout=admin.timeout_s).items():
+    return cls(ResourceType.TOPIC, acl.name, ResourcePatternType[acl.pattern], acl.principal, acl.host,
+               AclOperation[acl.operation], AclPermissionType[acl.permission])
+
+
+def _await_each(admin: ClusterAdmin, futures: dict[Any, Any], verb: str) -> None:
+    """Wait for every per-ACL future; the first failure becomes the geokafka error that fits it."""
+    for binding, future in futures.items():
         try:
             future.result(timeout=admin.timeout_s)
-        except (KafkaException, Exception) as exc:  # noqa: BLE001 - mapped to a geokafka error
-            raise_mapped(admin.conn, f"creating ACL on topic {binding.name}", exc)
+        except Exception as exc:  # noqa: BLE001 - mapped to a geokafka error
+            raise_mapped(admin.conn, f"{verb} ACL on topic {binding.name}", exc)
+
+
+def create_topic_acls(admin: ClusterAdmin, acls: Iterable[TopicAcl]) -> None:
+    """Create ``acls`` on the cluster (existing ones are a no-op for Kafka)."""
+    from confluent_kafka.admin import AclBinding
+
+    bindings = [_binding(AclBinding, a) for a in sorted(acls)]
+    if bindings:
+        _await_each(admin, admin.raw.create_acls(bindings, request_timeout=admin.timeout_s), "creating")
 
 
 def delete_topic_acls(admin: ClusterAdmin, acls: Iterable[TopicAcl]) -> None:
     """Delete exactly ``acls`` from the cluster."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import (
-        AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType, ResourceType,
-    )
+    from confluent_kafka.admin import AclBindingFilter
 
-    filters = [AclBindingFilter(ResourceType.TOPIC, a.name, ResourcePatternType[a.pattern], a.principal, a.host,
-                                AclOperation[a.operation], AclPermissionType[a.permission]) for a in acls]
-    if not filters:
-        return
-    for flt, future in admin.raw.delete_acls(filters, request_timeout=admin.timeout_s).items():
-        try:
-            future.result(timeout=admin.timeout_s)
-        except (KafkaException, Exception) as exc:  # noqa: BLE001 - mapped to a geokafka error
-            raise_mapped(admin.conn, f"deleting ACL on topic {flt.name}", exc)
+    filters = [_binding(AclBindingFilter, a) for a in acls]
+    if filters:
+        _await_each(admin, admin.raw.delete_acls(filters, request_timeout=admin.timeout_s), "deleting")
 
 
 def sync_topic_acls(source: ClusterAdmin, target: ClusterAdmin, selected: Iterable[str],
