@@ -3,7 +3,8 @@
 A :class:`LocalClusterSpec` lists nodes (broker, controller or both) with their racks and
 loopback ports. :func:`start_cluster` writes each node's ``server.properties``, formats its
 storage once (so a restart keeps the data), launches the JVMs detached, and waits until the
-cluster metadata shows every broker.
+cluster metadata shows every broker. A cluster with ``netns`` set runs its nodes inside that
+network namespace (see :mod:`geokafka.infra.netns`), listening on ``host`` there.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class LocalClusterSpec:
     heap_mb: int = 384
     broker_config: dict[str, str] = field(default_factory=dict)
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    netns: str | None = None  # run the nodes in this network namespace (it must exist)
+    host: str = HOST  # the address every listener binds and advertises
 
     @property
     def brokers(self) -> list[NodeSpec]:
@@ -63,7 +66,7 @@ class LocalClusterSpec:
     @property
     def bootstrap(self) -> str:
         """Every broker address, comma-separated."""
-        return ",".join(f"{HOST}:{n.broker_port}" for n in self.brokers)
+        return ",".join(f"{self.host}:{n.broker_port}" for n in self.brokers)
 
     def node_dir(self, node_id: int) -> Path:
         """Folder of one node: config, data, log, PID file."""
@@ -81,15 +84,15 @@ def ports_of(spec: LocalClusterSpec) -> list[int]:
 
 def server_properties(spec: LocalClusterSpec, node: NodeSpec, auth: BrokerAuth | None = None) -> dict[str, str]:
     """The ``server.properties`` of one node (``auth``: the client listener's TLS/SASL settings)."""
-    voters = ",".join(f"{c.node_id}@{HOST}:{c.controller_port}" for c in spec.controllers)
+    voters = ",".join(f"{c.node_id}@{spec.host}:{c.controller_port}" for c in spec.controllers)
     brokers = len(spec.brokers)
     roles = [r for r, on in (("broker", node.is_broker), ("controller", node.is_controller)) if on]
     client = spec.security.listener_name  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
     listeners = []
     if node.is_broker:
-        listeners.append(f"{client}://{HOST}:{node.broker_port}")
+        listeners.append(f"{client}://{spec.host}:{node.broker_port}")
     if node.is_controller:
-        listeners.append(f"CONTROLLER://{HOST}:{node.controller_port}")
+        listeners.append(f"CONTROLLER://{spec.host}:{node.controller_port}")
     props = {
         "process.roles": ",".join(roles),
         "node.id": str(node.node_id),
@@ -112,7 +115,7 @@ def server_properties(spec: LocalClusterSpec, node: NodeSpec, auth: BrokerAuth |
         "replica.fetch.max.bytes": str(8 * 1024 * 1024),
     }
     if node.is_broker:
-        props["advertised.listeners"] = f"{client}://{HOST}:{node.broker_port}"
+        props["advertised.listeners"] = f"{client}://{spec.host}:{node.broker_port}"
         props["inter.broker.listener.name"] = client
         props["replica.selector.class"] = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
         if node.rack:
@@ -137,9 +140,10 @@ def start_clusters(specs: list[LocalClusterSpec], timeout_s: float = 90.0) -> di
     """Start several clusters at once (JVMs boot in parallel); cluster -> broker id -> rack."""
     plans = [(spec, [n for n in spec.nodes if running_pid(_pid_file(spec, n)) is None]) for spec in specs]
     for spec, to_start in plans:
+        in_namespace = _namespace_ports(spec, spec.netns) if spec.netns and to_start else set()
         for node in to_start:
             for port in (node.broker_port, node.controller_port):
-                if port is not None and not port_is_free(port):
+                if port is not None and (port in in_namespace if spec.netns else not port_is_free(port)):
                     raise EnvironmentError_(
                         f"cluster {spec.name}: port {port} (node {node.node_id}) is already in use by another process"
                     )
@@ -217,8 +221,13 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-def listening_ports() -> set[int] | None:
-    """TCP ports in LISTEN state on this machine, from ``/proc/net`` (None where it is absent)."""
+def listening_ports(netns: str | None = None) -> set[int] | None:
+    """TCP ports in LISTEN state on this machine (or in network namespace ``netns``), from
+    ``/proc/net`` (None where it is absent)."""
+    if netns is not None:
+        from geokafka.infra.netns import listening_tables
+
+        return _listening(listening_tables(netns))
     ports: set[int] = set()
     readable = False
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -227,11 +236,30 @@ def listening_ports() -> set[int] | None:
         except OSError:
             continue
         readable = True
-        for row in rows:
-            fields = row.split()
-            if len(fields) > 3 and fields[3] == "0A":  # 0A = TCP_LISTEN
-                ports.add(int(fields[1].rpartition(":")[2], 16))
+        ports |= _listening(rows)
     return ports if readable else None
+
+
+def _listening(rows: list[str]) -> set[int]:
+    """Local ports of the LISTEN rows of a ``/proc/net/tcp`` table (header rows do not match)."""
+    ports: set[int] = set()
+    for row in rows:
+        fields = row.split()
+        if len(fields) > 3 and fields[3] == "0A":  # 0A = TCP_LISTEN
+            ports.add(int(fields[1].rpartition(":")[2], 16))
+    return ports
+
+
+def _namespace_ports(spec: LocalClusterSpec, name: str) -> set[int]:
+    """Ports listening in namespace ``name``, where the cluster is to start; a missing namespace
+    or a TLS listener is an error (the generated broker certificate names 127.0.0.1 only)."""
+    from geokafka.infra import netns
+
+    if spec.security.tls:
+        raise EnvironmentError_(f"cluster {spec.name}: TLS listeners are not supported inside a network namespace")
+    if name not in netns.namespaces():
+        raise EnvironmentError_(f"cluster {spec.name}: network namespace {name} does not exist")
+    return listening_ports(name) or set()
 
 
 def wait_until_ready(spec: LocalClusterSpec, timeout_s: float, auth: BrokerAuth | None = None) -> dict[int, str | None]:
@@ -268,7 +296,7 @@ def wait_until_ready(spec: LocalClusterSpec, timeout_s: float, auth: BrokerAuth 
             # Connecting to a loopback port nobody listens on yet can pick that very port as
             # the ephemeral source port (a TCP self-connect), which then keeps the broker from
             # binding it. So no client connects before every broker port is listening.
-            listening = listening_ports()
+            listening = listening_ports(spec.netns)
             if listening is not None and any(n.broker_port not in listening for n in spec.brokers):
                 time.sleep(0.2)
                 continue
@@ -363,8 +391,9 @@ def _utf16_units(ch: str) -> list[int]:
 def _launch_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str) -> None:
     node_dir = spec.node_dir(node.node_id)
     config = node_dir / "server.properties"
+    prefix = ["ip", "netns", "exec", spec.netns] if spec.netns else []  # ip execs java: the PID stays
     cmd = [
-        "java", f"-Xms{spec.heap_mb}m", f"-Xmx{spec.heap_mb}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+        *prefix, "java", f"-Xms{spec.heap_mb}m", f"-Xmx{spec.heap_mb}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
         "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", *_jvm_logging(node_dir),
         "-cp", classpath, "kafka.Kafka", str(config),
     ]
