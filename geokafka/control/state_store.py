@@ -28,9 +28,8 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.connection import ClusterConnection
+from geokafka.control.state_keys import STATE_TOPIC, progress_key  # noqa: F401 - public here too
 from geokafka.errors import KafkaOperationError
-
-STATE_TOPIC = "__geokafka_state"
 _STATE_CONFIGS = {
     "cleanup.policy": "compact",
     "min.cleanable.dirty.ratio": "0.1",
@@ -42,11 +41,6 @@ _STATE_CONFIGS = {
 def ends_key(flow: str) -> str:
     """Key of the last observation of a flow's source end offsets."""
     return f"ends/{flow}"
-
-
-def progress_key(flow: str, topic: str, partition: int) -> str:
-    """Key of the progress of one source partition of a flow."""
-    return f"progress/{flow}/{topic}/{partition}"
 
 
 @dataclass

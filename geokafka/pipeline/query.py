@@ -45,12 +45,12 @@ def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Ass
     transform = flow.transform
     key_expr = f"CAST(({transform.key}) AS BINARY)" if transform and transform.key else "key"
     value_expr = f"CAST(({transform.value}) AS BINARY)" if transform and transform.value else "value"
-    keep_expr = f"CAST(({transform.filter}) AS BOOLEAN)" if transform and transform.filter else "true"
-    # Filtered records still advance progress, so the writer sees every row with a `keep` flag.
-    return frame.selectExpr(
-        f"{key_expr} AS key", f"{value_expr} AS value", "topic", "partition", "offset",
-        "unix_millis(timestamp) AS ts", "headers", f"{keep_expr} AS keep",
-    )
+    columns = [f"{key_expr} AS key", f"{value_expr} AS value", "topic", "partition", "offset",
+               "unix_millis(timestamp) AS ts", "headers"]
+    if transform and transform.filter:
+        # Filtered records still advance progress, so the writer sees every row with a `keep` flag.
+        columns.append(f"CAST(({transform.filter}) AS BOOLEAN) AS keep")
+    return frame.selectExpr(*columns)
 
 
 class FlowQuery:

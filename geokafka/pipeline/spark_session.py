@@ -20,7 +20,9 @@ _DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
     "spark.python.worker.reuse": "true",
-    "spark.sql.execution.arrow.maxRecordsPerBatch": "20000",
+    # Workers import pyspark from the installed package: see spark_daemon.py for the why.
+    "spark.python.daemon.module": "geokafka.pipeline.spark_daemon",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "4000",
     "spark.driver.memory": "2g",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     # One Spark task per Kafka partition: the writer fences zombies per source partition.

@@ -20,8 +20,9 @@ from functools import partial
 from typing import Any
 
 from geokafka.control.provenance import ORIGIN_HEADER, SOURCE_HEADER
-from geokafka.control.state_store import STATE_TOPIC, progress_key
+from geokafka.control.state_keys import STATE_TOPIC, progress_key
 from geokafka.errors import KafkaOperationError, RecordTooLargeError
+from geokafka.pipeline.rows import Rows, replicated_headers, rows_of
 
 OUTPUT_SCHEMA = (
     "topic string, partition int, next_offset long, written long, duplicates_skipped long, "
@@ -36,6 +37,7 @@ _PRODUCER_DEFAULTS = {
     "message.max.bytes": 1_000_000_000,  # the target topic's max.message.bytes decides
     "transaction.timeout.ms": 30_000,
     "queue.buffering.max.messages": 200_000,
+    "delivery.report.only.error": True,  # no Python call per delivered record, only per failed one
     "log_level": 2,  # executors have no logger: errors surface as exceptions instead
 }
 
@@ -75,9 +77,9 @@ class _PartitionWriter:
         self.producer.begin_transaction()
 
     def _on_delivery(self, offset: int, size: int, err: Any, _msg: Any) -> None:
-        if err is None:
-            return
-        self.failed.append((err.code(), offset, size, err.str()))
+        # only failed records get here (delivery.report.only.error)
+        if err is not None:
+            self.failed.append((err.code(), offset, size, err.str()))
 
     def _error(self) -> Exception:
         """The error to stop on: an oversize record names itself (a rejected batch fails its
@@ -95,48 +97,54 @@ class _PartitionWriter:
             return KafkaOperationError(f"writing {where} offset {offset} to {self.spec.target_cluster}: {text}")
         return KafkaOperationError(self.errors[0])
 
-    def write(self, offsets: list[int], keys: list[Any], values: list[Any], timestamps: list[int],
-              headers: list[Any], keep: list[Any]) -> None:
-        """Produce the rows of this partition that are new, in offset order."""
-        produce = self.producer.produce
-        src, target, cluster = self.spec.source_cluster, self.spec.target_cluster, self.spec.source_cluster
-        stats = self.stats
-        for i, offset in enumerate(offsets):
-            if offset < self.committed_next:
-                stats["duplicates_skipped"] += 1
-                continue
+    def write(self, rows: Rows, start: int, end: int) -> None:
+        """Produce rows ``start:end`` (this partition's, in offset order) that are new."""
+        produce, poll = self.producer.produce, self.producer.poll
+        failed, target_topic, partition = self._on_delivery, self.target_topic, self.partition
+        offsets, keys, values, timestamps, keep = rows.offsets, rows.keys, rows.values, rows.timestamps, rows.keep
+        starts, header_keys, header_values = rows.header_starts, rows.header_keys, rows.header_values
+        src, target = self.spec.source_cluster, self.spec.target_cluster
+        origin = (ORIGIN_HEADER, src.encode())
+        where = f"{src}/{self.topic}/{partition}/"
+        written = size_sum = 0
+        last_timestamp = self.stats["last_timestamp"]
+        i = start
+        while i < end and offsets[i] < self.committed_next:
+            i += 1
+        self.stats["duplicates_skipped"] += i - start
+        for i in range(i, end):
+            offset = offsets[i]
             self.next_offset = offset + 1
-            if keep[i] is False:
-                stats["filtered"] += 1
+            if keep is not None and keep[i] is False:
+                self.stats["filtered"] += 1
                 continue
-            out_headers, origin = [], None
-            for h in headers[i] or ():
-                name = h["key"]
-                if name == SOURCE_HEADER:
+            a, b = starts[i], starts[i + 1]
+            headers = list(zip(header_keys[a:b], header_values[a:b])) if b > a else []
+            if rows.has_provenance:
+                out = replicated_headers(headers, src, target, f"{where}{offset}".encode())
+                if out is None:
+                    self.stats["cycle_skipped"] += 1  # it started on the target: never send it back
                     continue
-                if name == ORIGIN_HEADER:
-                    origin = h["value"]
-                out_headers.append((name, h["value"]))
-            if origin is None:
-                out_headers.append((ORIGIN_HEADER, src.encode()))
-            elif origin.decode(errors="replace") == target:
-                stats["cycle_skipped"] += 1  # it started on the target: never send it back
-                continue
-            out_headers.append((SOURCE_HEADER, f"{cluster}/{self.topic}/{self.partition}/{offset}".encode()))
+                headers = out
+            else:  # the common first hop: nothing to look for, append the two headers
+                headers.append(origin)
+                headers.append((SOURCE_HEADER, f"{where}{offset}".encode()))
             value, key = values[i], keys[i]
             size = len(value or b"") + len(key or b"")
-            on_delivery = partial(self._on_delivery, offset, size)
             while True:
                 try:
-                    produce(self.target_topic, value=value, key=key, partition=self.partition,
-                            timestamp=timestamps[i], headers=out_headers, on_delivery=on_delivery)
+                    produce(target_topic, value, key, partition, partial(failed, offset, size),
+                            timestamp=timestamps[i], headers=headers)
                     break
                 except BufferError:
-                    self.producer.poll(0.05)
-            stats["written"] += 1
-            stats["bytes"] += size
-            stats["last_timestamp"] = timestamps[i]
-        self.producer.poll(0)
+                    poll(0.05)
+            written += 1
+            size_sum += size
+            last_timestamp = timestamps[i]
+        self.stats["written"] += written
+        self.stats["bytes"] += size_sum
+        self.stats["last_timestamp"] = last_timestamp
+        poll(0)
 
     def abort(self) -> None:
         """Abort the open transaction now, so it does not hold the target's last stable offset
@@ -169,13 +177,42 @@ class _PartitionWriter:
         except Exception:
             _drop(self.spec, self.topic, self.partition)
             raise
-        _SESSIONS[transactional_id(self.spec.flow, self.topic, self.partition)] = (self.producer, self.next_offset)
+        txn_id = transactional_id(self.spec.flow, self.topic, self.partition)
+        _SESSIONS[txn_id] = (self.producer, self.next_offset)
+        _warm_spare(txn_id, _producer_conf(self.spec, txn_id))
         return {"topic": self.topic, "partition": self.partition, "next_offset": self.next_offset,
                 "state_offset": self.state_offset, **self.stats}
 
 
 # Producers cached in this Python worker across tasks: transactional id -> (producer, committed next).
 _SESSIONS: dict[str, tuple[Any, int]] = {}
+
+# Created but not initialised producers, one per transactional id this worker wrote last time:
+# a new producer cannot find its transaction coordinator until librdkafka's 500 ms coordinator
+# timer fires (its broker connection is not up at the first try), so a partition that comes
+# back to this worker from another one takes a producer made at least a batch ago. Creating one
+# fences nothing; only init_transactions does.
+_SPARES: dict[str, tuple[dict[str, Any], Any]] = {}
+_MAX_SPARES = 64
+
+
+def _producer_conf(spec: WriterSpec, txn_id: str) -> dict[str, Any]:
+    return {**spec.target_conf, **_PRODUCER_DEFAULTS, **spec.producer_conf, "transactional.id": txn_id}
+
+
+def _warm_spare(txn_id: str, conf: dict[str, Any]) -> None:
+    from confluent_kafka import Producer
+
+    if txn_id not in _SPARES and len(_SPARES) < _MAX_SPARES:
+        _SPARES[txn_id] = (conf, Producer(conf))
+
+
+def _new_producer(txn_id: str, conf: dict[str, Any]) -> Any:
+    """A producer for ``txn_id``: this worker's spare if it has one with the same settings."""
+    from confluent_kafka import Producer
+
+    spare = _SPARES.pop(txn_id, None)
+    return spare[1] if spare is not None and spare[0] == conf else Producer(conf)
 
 
 def _session(spec: WriterSpec, topic: str, partition: int, retry: bool) -> tuple[Any, int]:
@@ -186,15 +223,13 @@ def _session(spec: WriterSpec, topic: str, partition: int, retry: bool) -> tuple
     results. Only a retried attempt can follow a commit the driver never heard of (the
     earlier attempt committed, then died), so only then is the progress read back.
     """
-    from confluent_kafka import Producer
-
     txn_id = transactional_id(spec.flow, topic, partition)
     expected_next, rescan_from = spec.expected.get(f"{topic}/{partition}", (-1, 0))
     cached = _SESSIONS.get(txn_id)
     if cached is not None and cached[1] == expected_next and not retry:
         return cached  # we wrote last and the driver saw it: still the owner
     _drop(spec, topic, partition)
-    producer = Producer({**spec.target_conf, **_PRODUCER_DEFAULTS, **spec.producer_conf, "transactional.id": txn_id})
+    producer = _new_producer(txn_id, _producer_conf(spec, txn_id))
     producer.init_transactions(60)  # fences older writers; their open transaction is aborted
     if not retry:
         return producer, expected_next
@@ -261,21 +296,17 @@ def write_batches(spec: WriterSpec, batches: Iterator[Any]) -> Iterator[Any]:
 def _write_arrow_batch(spec: WriterSpec, batch: Any, writers: dict[tuple[str, int], _PartitionWriter],
                        retry: bool) -> None:
     """Hand each partition's rows of one Arrow batch to that partition's writer."""
-    cols = {name: batch.column(name) for name in batch.schema.names}
-    topics, partitions = cols["topic"].to_pylist(), cols["partition"].to_pylist()
+    rows = rows_of(batch)
+    topics, partitions, n = rows.topics, rows.partitions, len(rows)
     # Rows of one partition are contiguous and in offset order within a Kafka source task.
     start = 0
-    while start < batch.num_rows:
+    while start < n:
         tp = (topics[start], partitions[start])
         end = start
-        while end < batch.num_rows and topics[end] == tp[0] and partitions[end] == tp[1]:
+        while end < n and topics[end] == tp[0] and partitions[end] == tp[1]:
             end += 1
         writer = writers.get(tp) or writers.setdefault(tp, _PartitionWriter(spec, *tp, retry))
-        sl = slice(start, end)
-        writer.write(
-            cols["offset"][sl].to_pylist(), cols["key"][sl].to_pylist(), cols["value"][sl].to_pylist(),
-            cols["ts"][sl].to_pylist(), cols["headers"][sl].to_pylist(), cols["keep"][sl].to_pylist(),
-        )
+        writer.write(rows, start, end)
         start = end
 
 

@@ -41,6 +41,9 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
+DAEMON = b"geokafka.pipeline.spark_daemon"
+
+
 def _python_workers(root: int) -> list[int]:
     """Spark's Python worker processes under the mirror process (its executors' Python side)."""
     workers = []
@@ -50,7 +53,8 @@ def _python_workers(root: int) -> list[int]:
             parent_cmd = Path(f"/proc/{int(Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[1])}/cmdline").read_bytes()
         except (OSError, ValueError, IndexError):
             continue
-        if b"pyspark.daemon" in cmd and b"pyspark.daemon" in parent_cmd:
+        # forked by the daemon (geokafka's, see pipeline/spark_daemon.py), not the daemon itself
+        if DAEMON in cmd and DAEMON in parent_cmd:
             workers.append(pid)
     return workers
 
