@@ -46,6 +46,14 @@ def render(report: dict[str, Any]) -> list[Table]:
             continue
         scaling.add_row(str(row["partitions"]), _n(row["records"]), _n(row["records_per_s"]), _n(row["mb_per_s"], ",.1f"),
                         _n(row["cpu_s_per_gb"]), _n(row["peak_rss_mb"]))
+    modes = Table("trigger", "p50 ms", "p95 ms", "p99 ms", "received", "note",
+                  title="latency by Spark trigger (same minimal Python ForeachWriter, not transactional)")
+    for row in report.get("trigger_modes", []):
+        if not row.get("ran"):
+            modes.add_row(str(row.get("mode")), "not run", "", "", "", str(row.get("reason", ""))[:60])
+            continue
+        modes.add_row(f"{row['mode']} ({row['trigger']})", _n(row["p50_ms"], ".1f"), _n(row["p95_ms"], ".1f"),
+                      _n(row["p99_ms"], ".1f"), f"{row['received']:,}/{row['sent']:,}", f"{row['rate']:.0f} rec/s")
     goals = Table("target", "measured", "goal", "met", title="targets")
     for t in report.get("targets", []):
         met = {True: "[green]yes[/]", False: "[red]NO (out of reach on this run)[/]", None: "not measured"}[t["met"]]
@@ -53,7 +61,7 @@ def render(report: dict[str, Any]) -> list[Table]:
     tr = report.get("translation", {})
     goals.caption = (f"translation: {tr.get('translations', 0):,} translations in {tr.get('translate_s')} s "
                      f"(index build {tr.get('index_build_s')} s); total bench {report.get('total_s')} s")
-    return [table, scaling, goals]
+    return [table, scaling, modes, goals]
 
 
 @click.command()

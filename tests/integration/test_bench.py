@@ -37,5 +37,10 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         assert 0 <= lat["p50_ms"] <= lat["p95_ms"] <= lat["p99_ms"]
     assert [row["partitions"] for row in report["scaling"]] == [1, 6]
     assert all(row["ran"] and row["records_per_s"] > 0 for row in report["scaling"])
+    modes = {row["mode"]: row for row in report["trigger_modes"]}
+    assert set(modes) == {"micro-batch", "real-time"}
+    for mode, row in modes.items():
+        assert row["ran"], f"trigger {mode} did not run: {row.get('reason')}"
+        assert row["received"] > 0 and 0 <= row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"]
     assert report["translation"]["translations"] == 12_000
     assert {t["target"] for t in report["targets"]} and all("met" in t for t in report["targets"])

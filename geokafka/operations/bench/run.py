@@ -18,6 +18,7 @@ from geokafka.operations.bench.mm2 import run_mm2
 from geokafka.operations.bench.raw import run_raw
 from geokafka.operations.bench.setup import SRC, bench_topology, create_topic, load
 from geokafka.operations.bench.translation import time_translation
+from geokafka.operations.bench.trigger_modes import compare_modes
 
 Say = Callable[[str], None]
 
@@ -99,6 +100,11 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
                     work, state_dir, topic, sizes.scaling_records, 1024, None, timeout_s=300 + sizes.scaling_records / 500))
             report["scaling"].append({"partitions": parts, **{k: row.get(k) for k in (
                 "ran", "records", "records_per_s", "mb_per_s", "cpu_s_per_gb", "peak_rss_mb", "reason")}})
+        say("latency by trigger: micro-batch vs Spark real-time mode (same Python ForeachWriter)")
+        try:
+            report["trigger_modes"] = compare_modes(work, sizes.latency_rate, sizes.latency_s)
+        except Exception as exc:  # noqa: BLE001 - reported, the rest of the bench stands
+            report["trigger_modes"] = [{"mode": "both", "ran": False, "reason": f"{type(exc).__name__}: {exc}"}]
         say(f"offset translation: {sizes.translation_groups} groups x 12 partitions")
         report["translation"] = time_translation(sizes.translation_groups, 12)
         report["targets"] = targets(report)
