@@ -142,6 +142,15 @@ def _state_producer(conn: ClusterConnection) -> Producer:
     return _PRODUCERS[key]
 
 
+def release_state_producers() -> None:
+    """Close the cached state producers (a mirror that ended): a producer left behind keeps
+    reconnecting, and logging, long after its cluster is gone. Writes are flushed by
+    ``write_state`` itself, so nothing is pending here."""
+    while _PRODUCERS:
+        _, producer = _PRODUCERS.popitem()
+        producer.flush(1)
+
+
 def set_flow_state(conn: ClusterConnection, flow: str, state: str, **details: Any) -> None:
     """Record a flow's state (running, stopped, failed-over, error) on its target."""
     write_state(conn, {f"flow/{flow}": {"state": state, "at_ms": int(time.time() * 1000), **details}})

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from geokafka.control.state_store import release_state_producers
 from geokafka.errors import GeokafkaError, TopologyError
 from geokafka.pipeline.runner import FlowRunner
 from geokafka.pipeline.spark_session import get_spark
@@ -52,6 +53,7 @@ def mirror(
     finally:
         for runner in runners:
             runner.stop()
+        release_state_producers()
     if all(r.status == "error" for r in runners):
         first = runners[0].error
         if isinstance(first, GeokafkaError):
