@@ -10,7 +10,7 @@ from typing import Any
 
 from geokafka.errors import GeokafkaError
 from geokafka.pipeline.mirror import mirror
-from geokafka.pipeline.runner import FlowRunner
+from geokafka.pipeline.runner import FlowRunner, PartitionProgress
 from geokafka.topology.schema import Flow, Topology
 
 
@@ -66,3 +66,13 @@ def wait_for(condition: Callable[[], Any], timeout_s: float = 60.0, what: str = 
             return result
         time.sleep(0.25)
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def wait_progress_at(runners: dict[str, FlowRunner], flow: str, topic: str, ends: dict[int, int],
+                     timeout_s: float = 60.0) -> None:
+    """Until ``flow``'s committed progress on ``topic`` sits at ``ends`` (partition -> next source
+    offset): the driver saw every record committed on the target, so nothing is left in flight."""
+    none = PartitionProgress()
+    wait_for(lambda: flow in runners and all(runners[flow].progress.get((topic, p), none).next_offset == end
+                                             for p, end in ends.items()),
+             timeout_s, f"flow {flow}'s progress at the source's end")

@@ -15,7 +15,7 @@ import pytest
 
 from geokafka.infra.local_cluster import kill_node, start_node, wait_until_ready
 from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
+from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -44,7 +44,7 @@ def test_paused_source_broker_and_killed_target_broker(base_topology, local_clus
     create_topic(east, f"west.{topic}", partitions=3, rf=3, config={"min.insync.replicas": "1"})
     topology = with_flows(base_topology, fi={"source": "west", "target": "east", "topics": [topic]})
     east_spec = local_clusters["east"]
-    with running_mirror(topology):
+    with running_mirror(topology) as runners:
         produce(west, topic, _recs(2000, 3))
         wait_for(lambda: len(read_all(east, f"west.{topic}", timeout_s=10)) >= 500, 120, "replication to start")
         kill_node(east_spec, 3, signal.SIGSTOP)  # a target broker hangs: no crash, no answer
@@ -59,5 +59,5 @@ def test_paused_source_broker_and_killed_target_broker(base_topology, local_clus
         start_node(east_spec, 2)
         wait_until_ready(east_spec, 120)
         wait_for(lambda: len(read_all(east, f"west.{topic}", timeout_s=20)) >= 6000, 300, "catch-up after the faults")
-        time.sleep(3)
+        wait_progress_at(runners, "fi", topic, {p: 2000 for p in range(3)})
     _same(read_all(west, topic), read_all(east, f"west.{topic}"))

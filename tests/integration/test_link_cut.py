@@ -22,16 +22,14 @@ from geokafka.control.connection import connection
 from geokafka.errors import ClusterUnreachableError
 from geokafka.infra import netns
 from geokafka.infra.local_cluster import LocalClusterSpec, NodeSpec, start_cluster, stop_cluster
-from geokafka.pipeline.runner import PartitionProgress
 from geokafka.topology.schema import Cluster, Topology
 from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
+from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
 from test_fault_injection import _recs, _same
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 
 CUT_S = 60.0
-_NONE = PartitionProgress()
 
 
 @pytest.fixture(scope="module")
@@ -101,8 +99,7 @@ def test_target_link_cut_for_60s(base_topology: Topology, local_clusters: Any, w
         print(f"all 6000 records on far {time.monotonic() - restored_at:.1f}s after the link came back, "
               f"after {runners['cut'].restarts} query restarts")
         # nothing left in flight: the driver saw every source record committed on far
-        wait_for(lambda: all(runners["cut"].progress.get((topic, p), _NONE).next_offset == 2000 for p in range(3)),
-                 60, "the flow's progress at the source's end")
+        wait_progress_at(runners, "cut", topic, {p: 2000 for p in range(3)})
     _same(read_all(west, topic), read_all(far, target))
 
 

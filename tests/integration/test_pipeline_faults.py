@@ -9,7 +9,7 @@ import pytest
 
 from geokafka.infra.local_cluster import kill_node, start_node, stop_node, wait_until_ready
 from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
+from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -25,7 +25,7 @@ def test_broker_restarts_and_a_target_down_for_60s(base_topology, local_clusters
     create_topic(east, topic, partitions=3, rf=3)
     topology = with_flows(base_topology, sv={"source": "east", "target": "west", "topics": [topic]})
     east_spec, west_spec = local_clusters["east"], local_clusters["west"]
-    with running_mirror(topology):
+    with running_mirror(topology) as runners:
         produce(east, topic, _recs(3000, 3))
         wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=10)) >= 1000, 90, "replication to start")
         kill_node(east_spec, 2, signal.SIGKILL)  # a source broker crashes (RF 3)
@@ -38,7 +38,7 @@ def test_broker_restarts_and_a_target_down_for_60s(base_topology, local_clusters
         start_node(west_spec, 1)
         wait_until_ready(west_spec, 120)
         wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=20)) >= 7000, 240, "catch-up after the outage")
-        time.sleep(3)
+        wait_progress_at(runners, "sv", topic, {0: 2334, 1: 2333, 2: 2333})  # 7000 records, i % 3
     source, target = read_all(east, topic), read_all(west, f"east.{topic}")
     assert [(r.partition, r.key, r.value, r.timestamp) for r in target] == \
            [(r.partition, r.key, r.value, r.timestamp) for r in source]
