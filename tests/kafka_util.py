@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from geokafka.control.connection import ClusterConnection
@@ -60,6 +60,46 @@ def produce(conn: ClusterConnection, topic: str, records: list[dict], **config: 
     assert not errors, errors[:3]
 
 
+_LEADER_MOVING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                  KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT}
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float = 30.0) -> tuple[int, int]:
+    """Low and high watermark of ``tp``, waiting out retriable errors such as a partition whose
+    leader the broker has not taken up yet (a topic geokafka created a moment ago)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return consumer.get_watermark_offsets(tp, timeout=10)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            passing = error is not None and (error.retriable() or error.code() in _LEADER_MOVING)
+            if not passing or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def numbered_records(n: int, partitions: int, start: int = 0, *, size: int = 10,
+                     headers: bool = False) -> list[dict]:
+    """Records ``start`` .. ``start + n - 1``: key ``k<i>``, value ``<i>`` zero-padded (then padded
+    with dots to ``size`` bytes), partition ``i % partitions``, timestamps one ms apart, and with
+    ``headers`` one header ``h`` = ``<i>``."""
+    now = int(time.time() * 1000)
+    return [{"key": f"k{i}".encode(), "value": f"{i:010d}".encode().ljust(size, b"."), "partition": i % partitions,
+             "timestamp": now + i, **({"headers": [("h", str(i).encode())]} if headers else {})}
+            for i in range(start, start + n)]
+
+
+def assert_same_records(source: list[Rec], target: list[Rec]) -> None:
+    """Record for record, in order per partition: key, value, timestamp and user headers.
+    Offsets are not compared: every transaction marker (commit or abort of a retried write)
+    takes an offset on the target."""
+    def fields(r: Rec) -> tuple:
+        return r.partition, r.key, r.value, r.timestamp, tuple(h for h in r.headers if not h[0].startswith("gk."))
+
+    assert [fields(r) for r in target] == [fields(r) for r in source]
+
+
 def read_all(conn: ClusterConnection, topic: str, timeout_s: float = 30.0, isolation: str = "read_committed") -> list[Rec]:
     """Every record of ``topic`` from the beginning to the current end, in partition order."""
     admin = AdminClient(conn.librdkafka())
@@ -72,7 +112,7 @@ def read_all(conn: ClusterConnection, topic: str, timeout_s: float = 30.0, isola
         tps = [TopicPartition(topic, p) for p in sorted(md.partitions)]
         ends, starts = {}, {}
         for tp in tps:
-            starts[tp.partition], ends[tp.partition] = consumer.get_watermark_offsets(tp, timeout=10)
+            starts[tp.partition], ends[tp.partition] = _watermarks(consumer, tp)
         # from the log start, which delete-records or retention may have moved past 0
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
         out: list[Rec] = []
