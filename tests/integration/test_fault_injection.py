@@ -14,26 +14,12 @@ import time
 import pytest
 
 from geokafka.infra.local_cluster import kill_node, start_node, wait_until_ready
-from kafka_util import create_topic, produce, read_all
+from kafka_util import assert_same_records, create_topic, numbered_records, produce, read_all
 from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
-def _recs(n: int, partitions: int, start: int = 0) -> list[dict]:
-    now = int(time.time() * 1000)
-    return [{"key": f"k{i}".encode(), "value": f"{i:010d}".encode(), "partition": i % partitions,
-             "headers": [("h", str(i).encode())], "timestamp": now + i} for i in range(start, start + n)]
-
-
-def _same(source: list, target: list) -> None:
-    """Record for record, in order per partition. Offsets are not compared: every transaction
-    marker (commit or abort of a retried write) takes an offset on the target."""
-    def user_headers(r) -> tuple:  # type: ignore[no-untyped-def]
-        return tuple(h for h in r.headers if not h[0].startswith("gk."))
-
-    assert [(r.partition, r.key, r.value, r.timestamp, user_headers(r)) for r in target] == \
-           [(r.partition, r.key, r.value, r.timestamp, user_headers(r)) for r in source]
 
 
 def test_paused_source_broker_and_killed_target_broker(base_topology, local_clusters, east, west, unique):
@@ -45,19 +31,19 @@ def test_paused_source_broker_and_killed_target_broker(base_topology, local_clus
     topology = with_flows(base_topology, fi={"source": "west", "target": "east", "topics": [topic]})
     east_spec = local_clusters["east"]
     with running_mirror(topology) as runners:
-        produce(west, topic, _recs(2000, 3))
+        produce(west, topic, numbered_records(2000, 3, headers=True))
         wait_for(lambda: len(read_all(east, f"west.{topic}", timeout_s=10)) >= 500, 120, "replication to start")
         kill_node(east_spec, 3, signal.SIGSTOP)  # a target broker hangs: no crash, no answer
         try:
-            produce(west, topic, _recs(2000, 3, start=2000))
+            produce(west, topic, numbered_records(2000, 3, start=2000, headers=True))
             time.sleep(30)
         finally:
             kill_node(east_spec, 3, signal.SIGCONT)
         kill_node(east_spec, 2, signal.SIGKILL)  # a target broker crashes (RF 3)
-        produce(west, topic, _recs(2000, 3, start=4000))
+        produce(west, topic, numbered_records(2000, 3, start=4000, headers=True))
         time.sleep(10)
         start_node(east_spec, 2)
         wait_until_ready(east_spec, 120)
         wait_for(lambda: len(read_all(east, f"west.{topic}", timeout_s=20)) >= 6000, 300, "catch-up after the faults")
         wait_progress_at(runners, "fi", topic, {p: 2000 for p in range(3)})
-    _same(read_all(west, topic), read_all(east, f"west.{topic}"))
+    assert_same_records(read_all(west, topic), read_all(east, f"west.{topic}"))

@@ -23,9 +23,8 @@ from geokafka.errors import ClusterUnreachableError
 from geokafka.infra import netns
 from geokafka.infra.local_cluster import LocalClusterSpec, NodeSpec, start_cluster, stop_cluster
 from geokafka.topology.schema import Cluster, Topology
-from kafka_util import create_topic, produce, read_all
+from kafka_util import assert_same_records, create_topic, numbered_records, produce, read_all
 from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
-from test_fault_injection import _recs, _same
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -80,27 +79,27 @@ def test_target_link_cut_for_60s(base_topology: Topology, local_clusters: Any, w
     far, far_port, target = connection(topology, "far"), spec.brokers[0].broker_port, f"west.{topic}"
     create_topic(west, topic, partitions=3)
     with running_mirror(topology) as runners:
-        produce(west, topic, _recs(2000, 3))
+        produce(west, topic, numbered_records(2000, 3, headers=True))
         wait_for(lambda: _count(far, target) >= 500, 180, "replication to start")
         ns.link_down()
         cut_at = time.monotonic()
         try:
             with pytest.raises(ClusterUnreachableError):  # a metadata request gets no answer
                 ClusterAdmin(far, timeout_s=3.0).check_reachable()
-            produce(west, topic, _recs(2000, 3, start=2000))
+            produce(west, topic, numbered_records(2000, 3, start=2000, headers=True))
             time.sleep(max(0.0, cut_at + CUT_S - 3.0 - time.monotonic()))
             assert _unreachable(ns.ns_ip, far_port, timeout_s=3.0), "the far DC answered during the cut"
         finally:
             ns.link_up()
         restored_at = time.monotonic()
         print(f"link cut for {restored_at - cut_at:.1f}s")
-        produce(west, topic, _recs(2000, 3, start=4000))
+        produce(west, topic, numbered_records(2000, 3, start=4000, headers=True))
         wait_for(lambda: _count(far, target) >= 6000, 300, "catch-up after the link came back")
         print(f"all 6000 records on far {time.monotonic() - restored_at:.1f}s after the link came back, "
               f"after {runners['cut'].restarts} query restarts")
         # nothing left in flight: the driver saw every source record committed on far
         wait_progress_at(runners, "cut", topic, {p: 2000 for p in range(3)})
-    _same(read_all(west, topic), read_all(far, target))
+    assert_same_records(read_all(west, topic), read_all(far, target))
 
 
 def _count(conn: Any, topic: str) -> int:

@@ -10,26 +10,21 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from geokafka.errors import DataLossError, RecordTooLargeError
-from kafka_util import create_topic, produce, read_all
+from kafka_util import create_topic, numbered_records, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
 
 pytestmark = pytest.mark.integration
 
-
-def _recs(n: int, partitions: int, start: int = 0, size: int = 20) -> list[dict]:
-    now = int(time.time() * 1000)
-    return [{"key": f"k{i}".encode(), "value": f"{i:010d}".encode().ljust(size, b"."), "partition": i % partitions,
-             "timestamp": now + i} for i in range(start, start + n)]
 
 
 def test_oversize_record_stops_the_flow_naming_it(base_topology, east, west, unique):
     topic = unique("big")
     create_topic(east, topic, partitions=2, rf=3)
     create_topic(west, f"east.{topic}", partitions=2, rf=1, config={"max.message.bytes": "2000"})
-    produce(east, topic, _recs(10, 2))
+    produce(east, topic, numbered_records(10, 2, size=20))
     # incompressible: the writer compresses with lz4, and the broker checks the compressed size
     produce(east, topic, [{"key": b"huge", "value": os.urandom(50_000), "partition": 1}])
-    produce(east, topic, _recs(10, 2, start=100))
+    produce(east, topic, numbered_records(10, 2, start=100, size=20))
     topology = with_flows(base_topology, big={"source": "east", "target": "west", "topics": [topic],
                                               "sync": ["partitions"]})
     with running_mirror(topology, expect_flow_errors=True) as runners:
@@ -47,11 +42,11 @@ def test_oversize_record_stops_the_flow_naming_it(base_topology, east, west, uni
 def test_truncated_source_stops_unless_gaps_are_skipped(base_topology, east, west, unique):
     topic = unique("trunc")
     create_topic(east, topic, partitions=1, rf=3)
-    produce(east, topic, _recs(100, 1))
+    produce(east, topic, numbered_records(100, 1, size=20))
     topology = with_flows(base_topology, tr={"source": "east", "target": "west", "topics": [topic]})
     with running_mirror(topology):
         wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=10)) == 100, 90, "first 100")
-    produce(east, topic, _recs(100, 1, start=100))
+    produce(east, topic, numbered_records(100, 1, start=100, size=20))
     admin = AdminClient(east.librdkafka())
     admin.delete_records([TopicPartition(topic, 0, 150)])[TopicPartition(topic, 0, 150)].result(30) \
         if hasattr(admin, "delete_records") else pytest.fail("delete_records unavailable")
@@ -65,7 +60,7 @@ def test_truncated_source_stops_unless_gaps_are_skipped(base_topology, east, wes
         wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=10)) == 150, 90, "records after the gap")
         assert runners["tr"].gaps_skipped == 50
     values = [r.value for r in read_all(west, f"east.{topic}")]
-    assert values == [r["value"] for r in _recs(100, 1)] + [r.value for r in read_all(east, topic)]
+    assert values == [r["value"] for r in numbered_records(100, 1, size=20)] + [r.value for r in read_all(east, topic)]
 
 
 def test_transform_filters_and_masks(base_topology, east, west, unique):
