@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from geokafka.control.connection import ClusterConnection
 from geokafka.pipeline.assignment import Assignment
+from geokafka.pipeline.batch_guard import BatchGuard
 from geokafka.pipeline.writer import OUTPUT_SCHEMA, WriterSpec, write_batches
 from geokafka.topology.schema import Flow, Pipeline
 
@@ -80,7 +81,8 @@ class FlowQuery:
         # Resume positions come from the target's state topic, so each query starts a fresh checkpoint.
         self._checkpoint = tempfile.mkdtemp(prefix=f"{flow_name}-", dir=checkpoints)
         frame = source_frame(spark, source, assignment, flow, pipeline)
-        writer = frame.writeStream.queryName(f"geokafka-{flow_name}").foreachBatch(self._write_batch)
+        self._guard = BatchGuard(self._write_batch)
+        writer = frame.writeStream.queryName(f"geokafka-{flow_name}").foreachBatch(self._guard)
         writer = writer.option("checkpointLocation", self._checkpoint)
         self.query: StreamingQuery = writer.trigger(processingTime=f"{pipeline.trigger_ms} milliseconds").start()
 
@@ -97,9 +99,11 @@ class FlowQuery:
         self._on_batch(batch_id, rows)
 
     def exception(self) -> str | None:
-        """The query's failure, as text, if it has failed."""
+        """The query's failure, as text, if it has failed (a failed batch's whole text)."""
         exc = self.query.exception()
-        return None if exc is None else str(exc)
+        if exc is None:
+            return None
+        return self._guard.failure or str(exc)
 
     @property
     def active(self) -> bool:

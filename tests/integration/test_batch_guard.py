@@ -1,0 +1,65 @@
+"""A failed Spark job inside a batch reaches the runner with its cause, on real Spark.
+
+Without the guard, Spark 4.1 can lose it: its PROXY_ERROR regex overflows the stream thread's
+stack on a long Py4JJavaError text, and the query ends with no exception at all
+(see geokafka/pipeline/batch_guard.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from geokafka import errors
+from geokafka.pipeline.batch_guard import BatchGuard
+from geokafka.pipeline.runner import classify_failure
+
+
+def _batch_failing_with(failure: str):  # type: ignore[no-untyped-def]
+    """A foreachBatch function whose Spark job fails in its Python worker, as a writer can."""
+
+    def batch_fn(batch, batch_id):  # type: ignore[no-untyped-def]
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        def worker(batches):  # type: ignore[no-untyped-def]
+            import os
+
+            from geokafka import errors as worker_errors
+            for _ in batches:
+                if failure == "crash":
+                    os._exit(3)  # the job fails on the JVM side: a raw Py4JJavaError in the driver
+                detail = "; ".join(f"partition {p} holds a record of 3000000 bytes" for p in range(500))
+                raise worker_errors.RecordTooLargeError(f"east.orders: {detail}")
+            yield from ()
+
+        batch.mapInArrow(worker, StructType([StructField("value", LongType())])).collect()
+
+    return batch_fn
+
+
+def _run_until_failed(spark, batch_fn):  # type: ignore[no-untyped-def]
+    query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+             .writeStream.foreachBatch(batch_fn).start())
+    try:
+        query.awaitTermination(120)
+    except Exception:  # noqa: BLE001 - the failure is what the tests look at
+        pass
+    finally:
+        query.stop()
+    assert not query.isActive
+    return query
+
+
+@pytest.mark.parametrize("failure, expected, starts", [
+    ("too-large", errors.RecordTooLargeError, "east.orders: partition 0 holds a record of 3000000 bytes"),
+    ("crash", errors.KafkaOperationError, "a Spark Python worker crashed during a batch"),
+])
+def test_a_failed_batch_keeps_its_cause(spark, failure, expected, starts):  # type: ignore[no-untyped-def]
+    guard = BatchGuard(_batch_failing_with(failure))
+    query = _run_until_failed(spark, guard)
+    # Spark recorded the failure: the stream thread did not die of a StackOverflowError ...
+    assert query.exception() is not None, "the query ended without an exception: its cause is lost"
+    assert len(str(query.exception())) < 20_000
+    # ... and the runner learns what it was from the guard's full text.
+    cause = classify_failure(guard.failure or "")
+    assert isinstance(cause, expected), cause
+    assert str(cause).startswith(starts), cause
