@@ -133,9 +133,7 @@ def connected(ctx: CliContext, flow_name: str | None, topic: str, group: str, ki
     name = flow_name or next(iter(sorted(topology.flows)), None)
     if name is None:
         raise TopologyError(f"{ctx.file}: flows: no flow to drill")
-    flow = topology.flows.get(name)
-    if flow is None:
-        raise TopologyError(f"unknown flow {name!r} (known: {', '.join(sorted(topology.flows))})")
+    flow = topology.flow(name)
     specs = [s for s in local_cluster_specs(topology) if s.name in (flow.source, flow.target)]
     start_clusters(specs, timeout_s=180)
     t0 = time.monotonic()

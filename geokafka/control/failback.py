@@ -18,7 +18,7 @@ from geokafka.control.connection import connection
 from geokafka.control.failover import FailoverReport, failover
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.state_store import flow_role, read_state, set_flow_role
-from geokafka.errors import FlowStateError, TopologyError
+from geokafka.errors import FlowStateError
 from geokafka.topology.schema import Flow, Topology
 
 FAILBACK_STEPS = [
@@ -66,9 +66,7 @@ class FailbackReport:
 
 def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0) -> FailbackReport:
     """Run the reverse flow until caught up, promote it, and release the original flow."""
-    if flow_name not in topology.flows:
-        raise TopologyError(f"unknown flow {flow_name!r} (known: {', '.join(sorted(topology.flows)) or 'none'})")
-    flow = topology.flows[flow_name]
+    flow = topology.flow(flow_name)
     target = connection(topology, flow.target)
     if flow_role(read_state(target), flow_name) != "failed-over":
         raise FlowStateError(f"flow {flow_name} is not failed over; nothing to fail back")

@@ -31,7 +31,7 @@ from geokafka.control.state_store import (
     write_state,
 )
 from geokafka.control.topic_sync import TopicPair, sync_topic_configs
-from geokafka.errors import ClusterUnreachableError, FlowStateError, GeokafkaError, TopologyError
+from geokafka.errors import ClusterUnreachableError, FlowStateError, GeokafkaError
 from geokafka.pipeline.assignment import fence_writers
 from geokafka.topology.schema import Topology
 
@@ -127,9 +127,7 @@ def losses(flow_name: str, state: StateSnapshot) -> tuple[int | None, list[Parti
 
 def failover(topology: Topology, flow_name: str, *, promote: bool = False, timeout_s: float = 120.0) -> FailoverReport:
     """Fail the flow over to its target (``promote``: only once fully caught up, RPO 0)."""
-    if flow_name not in topology.flows:
-        raise TopologyError(f"unknown flow {flow_name!r} (known: {', '.join(sorted(topology.flows)) or 'none'})")
-    flow = topology.flows[flow_name]
+    flow = topology.flow(flow_name)
     target = connection(topology, flow.target)
     report = FailoverReport(flow_name, "promote" if promote else "failover", flow.source, flow.target,
                             int(time.time() * 1000))

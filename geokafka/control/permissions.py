@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from geokafka.control.selection import STATE_TOPIC_PREFIX
-from geokafka.errors import AuthError, GeokafkaError, TopologyError
+from geokafka.errors import AuthError, GeokafkaError
 from geokafka.topology.schema import Cluster, Flow, Topology
 
 STATE_TOPIC = f"{STATE_TOPIC_PREFIX}_state"
@@ -114,9 +114,7 @@ def required_permissions(
     ``source_topics``/``target_topics``/``groups``: the names selected now; when None (the
     source could not be listed) the ACLs fall back to prefixes/wildcards.
     """
-    if flow_name not in topology.flows:
-        raise TopologyError(f"unknown flow {flow_name!r} (known: {', '.join(sorted(topology.flows)) or 'none'})")
-    flow: Flow = topology.flows[flow_name]
+    flow: Flow = topology.flow(flow_name)
     src, tgt = topology.clusters[flow.source], topology.clusters[flow.target]
     sp, tp = principal_of(src), principal_of(tgt)
     out: list[Permission] = []
@@ -187,9 +185,7 @@ def check_flow(topology: Topology, flow_name: str, timeout_s: float = 10.0) -> C
     from geokafka.control.naming import policy_for
     from geokafka.control.selection import select_groups, select_topics
 
-    if flow_name not in topology.flows:
-        raise TopologyError(f"unknown flow {flow_name!r} (known: {', '.join(sorted(topology.flows)) or 'none'})")
-    flow = topology.flows[flow_name]
+    flow = topology.flow(flow_name)
     src_conn, tgt_conn = connection(topology, flow.source), connection(topology, flow.target)
     src, tgt = ClusterAdmin(src_conn, timeout_s), ClusterAdmin(tgt_conn, timeout_s)
     src.check_reachable()

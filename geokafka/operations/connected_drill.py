@@ -64,9 +64,7 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
     """
     from geokafka.pipeline.mirror import mirror
 
-    if flow_name not in topology.flows:
-        raise TopologyError(f"unknown flow {flow_name!r} (known: {', '.join(sorted(topology.flows)) or 'none'})")
-    flow = topology.flows[flow_name]
+    flow = topology.flow(flow_name)
     specs = {s.name: s for s in local_cluster_specs(topology)}
     if flow.source not in specs:
         raise TopologyError(f"flow {flow_name}: source {flow.source} has no local: block, so the drill cannot kill it")

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from geokafka.errors import TopologyError
+
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"
 Name = Annotated[str, Field(pattern=_NAME)]
 Port = Annotated[int, Field(ge=1024, le=65535)]
@@ -257,3 +259,9 @@ class Topology(_Model):
     flows: dict[Name, Flow] = Field(default_factory=dict)
     pipeline: Pipeline = Field(default_factory=Pipeline)
     stretch: Stretch | None = None
+
+    def flow(self, name: str) -> Flow:
+        """The flow called ``name``; a TopologyError naming the known flows otherwise."""
+        if name not in self.flows:
+            raise TopologyError(f"unknown flow {name!r} (known: {', '.join(sorted(self.flows)) or 'none'})")
+        return self.flows[name]

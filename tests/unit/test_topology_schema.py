@@ -11,6 +11,7 @@ from geokafka.infra.clusters import local_cluster_spec, local_cluster_specs
 from geokafka.infra.local_cluster import ports_of, server_properties
 from geokafka.topology import DEFAULT_FILE, load_topology, parse_topology
 from geokafka.topology.ports import broker_ports, controller_ports, local_ports
+from geokafka.topology.schema import Topology
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -169,3 +170,13 @@ def test_local_cluster_specs_reject_names_that_are_not_local_clusters(name: str,
     with pytest.raises(TopologyError) as caught:
         local_cluster_specs(parse_topology(FULL), ["nyc", name])
     assert says in str(caught.value)
+
+
+def test_a_flow_is_found_by_name_or_named_among_the_known_ones() -> None:
+    topology = parse_topology(FULL)
+    assert topology.flow("atl-to-cloud").target == "cloud"
+    with pytest.raises(TopologyError) as caught:
+        topology.flow("nyc-to-cloud")
+    assert str(caught.value) == "unknown flow 'nyc-to-cloud' (known: atl-to-cloud, nyc-to-atl)"
+    with pytest.raises(TopologyError, match=r"unknown flow 'f' \(known: none\)"):
+        Topology(clusters={}).flow("f")

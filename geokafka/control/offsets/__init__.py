@@ -19,7 +19,7 @@ from geokafka.control.offsets.by_time import (
 )
 from geokafka.control.offsets.checkpoints import Checkpoint, load_checkpoints
 from geokafka.control.offsets.exceptions import GroupNotEmptyError, NoCommittedOffsetsError
-from geokafka.control.offsets.groups import GroupTranslation, PartitionTranslation, flow_of, translate_group
+from geokafka.control.offsets.groups import GroupTranslation, PartitionTranslation, translate_group
 from geokafka.control.offsets.index import PartitionIndex, TargetIndex
 from geokafka.control.offsets.sync import Decision, OffsetAction, SyncReport, decide_commit, sync_group_offsets
 from geokafka.control.offsets.translate import OffsetMapping, SourcePartition, Translation, translate_offset
@@ -41,7 +41,6 @@ __all__ = [
     "TargetIndex",
     "Translation",
     "decide_commit",
-    "flow_of",
     "load_checkpoints",
     "offsets_for_time",
     "parse_datetime",

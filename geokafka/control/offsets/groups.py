@@ -19,19 +19,10 @@ from geokafka.control.offsets.exceptions import NoCommittedOffsetsError
 from geokafka.control.offsets.index import TargetIndex
 from geokafka.control.offsets.translate import SourcePartition
 from geokafka.control.selection import select_groups, select_topics
-from geokafka.errors import ClusterUnreachableError, TopologyError
-from geokafka.topology.schema import Flow, Topology
+from geokafka.errors import ClusterUnreachableError
+from geokafka.topology.schema import Topology
 
 OffsetsFrom = Literal["source", "checkpoint"]
-
-
-def flow_of(topology: Topology, name: str) -> Flow:
-    """The flow called ``name``; TopologyError listing the known ones otherwise."""
-    try:
-        return topology.flows[name]
-    except KeyError:
-        known = ", ".join(sorted(topology.flows)) or "none"
-        raise TopologyError(f"unknown flow {name!r} (known: {known})") from None
 
 
 @dataclass(frozen=True)
@@ -72,7 +63,7 @@ class FlowOffsets:
 
     def __init__(self, topology: Topology, flow_name: str, timeout_s: float = 15.0) -> None:
         self.name = flow_name
-        self.flow = flow_of(topology, flow_name)
+        self.flow = topology.flow(flow_name)
         self.source = ClusterAdmin(connection(topology, self.flow.source), timeout_s)
         self.target = ClusterAdmin(connection(topology, self.flow.target), timeout_s)
         self.policy = policy_for(self.flow)
