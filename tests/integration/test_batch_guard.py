@@ -7,6 +7,9 @@ stack on a long Py4JJavaError text, and the query ends with no exception at all
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from geokafka import errors
@@ -63,3 +66,32 @@ def test_a_failed_batch_keeps_its_cause(spark, failure, expected, starts):  # ty
     cause = classify_failure(guard.failure or "")
     assert isinstance(cause, expected), cause
     assert str(cause).startswith(starts), cause
+
+
+def test_a_query_stopped_mid_batch_ends_as_stopped_not_failed(spark):  # type: ignore[no-untyped-def]
+    """Spark must still recognise the stop's interruption in the short text (or it logs an error)."""
+    started = threading.Event()
+
+    def slow_batch(batch, batch_id):  # type: ignore[no-untyped-def]
+        from pyspark.sql.types import LongType, StructField, StructType
+
+        def worker(batches):  # type: ignore[no-untyped-def]
+            import time as worker_time
+            for _ in batches:
+                worker_time.sleep(120)
+            yield from ()
+
+        started.set()
+        batch.mapInArrow(worker, StructType([StructField("value", LongType())])).collect()
+
+    guard = BatchGuard(slow_batch)
+    query = (spark.readStream.format("rate").option("rowsPerSecond", 5).load()
+             .writeStream.foreachBatch(guard).start())
+    try:
+        assert started.wait(60), "no batch started"
+        time.sleep(2)  # the job's tasks are running
+    finally:
+        query.stop()
+    assert not query.isActive
+    assert guard.failure is not None  # the batch was interrupted (InterruptedException or a cancelled job) ...
+    assert query.exception() is None  # ... and Spark took it for the stop it was
