@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.cli.interrupts import terminate_as_interrupt
 
 
 def _summary(result: Any) -> Table:
@@ -58,7 +59,8 @@ def demo(ctx: CliContext, traffic: float, rate: float, keep: bool, out: Path) ->
                  f"lag {lag:>6} consumed@nyc {sample['consumed_at_source']:6,}")
 
     state_dir = Path(".geokafka") / "demo"
-    result = run_demo(state_dir, say, watch, traffic_s=traffic, rate=rate, keep=keep)
+    with terminate_as_interrupt():  # `kill` still stops the demo's clusters
+        result = run_demo(state_dir, say, watch, traffic_s=traffic, rate=rate, keep=keep)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     report = write_result(result, out / f"demo-{stamp}.json")
     plot = plot_timeline(result, out / f"demo-{stamp}.png", "demo")

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 
 import click
-
-from geokafka.errors import TopologyError
 from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.cli.interrupts import terminate_as_interrupt
 from geokafka.cli.plan_cmd import LAYOUTS
+from geokafka.errors import TopologyError
 from geokafka.operations.drill import StretchDrillOptions, StretchDrillResult, raise_on_disagreement, run_stretch_drill
 from geokafka.planning import TOPOLOGY, resolve_layout
 from geokafka.topology.schema import Pipeline
@@ -59,8 +58,7 @@ def stretch(ctx: CliContext, layout: str, dc: str | None, kill_after: float, obs
         out_dir=out, dc=dc, kill_after_s=kill_after, observe_s=observe, rate=rate, heap_mb=heap_mb,
         recover=recover,
     )
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # `kill` still stops every process the drill started
-    try:
+    with terminate_as_interrupt():  # `kill` still stops every process the drill started
         if ctx.json_output:
             result = run_stretch_drill(opts, check=False)
         else:
@@ -69,18 +67,12 @@ def stretch(ctx: CliContext, layout: str, dc: str | None, kill_after: float, obs
                     opts, on_event=lambda text: ctx.console.log(text),
                     on_tick=lambda text: status.update(text), check=False,
                 )
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     ctx.emit(result.report, _summary(result))
     notes = list(result.comparison.disagreements) + list(result.comparison.notes)
     notes += [result.report["emulation"]["note"], f"report: {result.json_path}", f"timeline: {result.png_path}"]
     for note in notes:
         ctx.info(f"- {note}")
     raise_on_disagreement(result)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def _summary(result: StretchDrillResult) -> Table:

@@ -53,8 +53,8 @@ def run_demo(state_dir: Path, say: Say, watch: Watch, traffic_s: float = 20.0, r
     topology = demo_topology(state_dir)
     specs = local_cluster_specs(topology)
     say("starting two sites: nyc (3 brokers, racks nyc-a/b/c) and atl (1 broker)")
-    start_clusters(specs, timeout_s=180)
-    try:
+    try:  # a failed or interrupted start-up stops what it started, too
+        start_clusters(specs, timeout_s=180)
         return run_connected_drill(topology, "nyc-to-atl", say, watch, traffic_s=traffic_s, rate=rate)
     finally:
         if not keep:

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -35,3 +36,32 @@ def test_demo_runs_and_prints_its_own_report(tmp_path):
     assert report["rpo_records_reported"] <= report["rpo_records_measured"]
     assert report["missing_for_consumer"] == 0
     assert re.search(r"report: .*demo-\d+-\d+\.json", text)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_killed_demo_stops_its_clusters(tmp_path):
+    """`kill <demo pid>` (SIGTERM) must not leave the demo's brokers running."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "geokafka", "demo", "--traffic", "60", "--out", str(tmp_path / "reports")],
+        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        pids: list[int] = []
+        deadline = time.monotonic() + 180
+        while len(pids) < 4 and time.monotonic() < deadline:  # every broker of both sites started
+            time.sleep(0.5)
+            pids = [int(text.split()[0]) for p in (tmp_path / ".geokafka" / "demo").glob("clusters/*/node-*/kafka.pid")
+                    if (text := p.read_text().strip())]
+        assert len(pids) == 4 and all(_alive(pid) for pid in pids)
+        proc.terminate()
+        assert proc.wait(120) == 130
+    finally:
+        proc.kill()
+    assert [pid for pid in pids if _alive(pid)] == []
