@@ -298,7 +298,8 @@ def _write_arrow_batch(spec: WriterSpec, batch: Any, writers: dict[tuple[str, in
     """Hand each partition's rows of one Arrow batch to that partition's writer."""
     rows = rows_of(batch)
     topics, partitions, n = rows.topics, rows.partitions, len(rows)
-    # Rows of one partition are contiguous and in offset order within a Kafka source task.
+    # A task reads its source partitions one after the other (a Kafka source task each, coalesced):
+    # the rows of one partition are contiguous and in offset order.
     start = 0
     while start < n:
         tp = (topics[start], partitions[start])

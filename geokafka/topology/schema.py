@@ -199,6 +199,9 @@ class Pipeline(_Model):
     state_dir: Path = Field(Path(".geokafka/state"), description="local clusters' data, logs and run state")
     trigger_ms: int = Field(200, ge=0, le=600_000, description="micro-batch interval (0 = as fast as possible)")
     max_records_per_batch: int = Field(100_000, ge=1, description="maxOffsetsPerTrigger per query (bounds batch time)")
+    write_tasks: int = Field(0, ge=0, le=10_000, description=(
+        "Spark tasks that write one batch: 0 = one per core of the Spark application, the source "
+        "partitions coalesced into them; N = at most N (N >= partitions: one task per partition)"))
     topic_refresh_s: float = Field(30.0, gt=0, le=3600, description="how often topic selection is re-evaluated")
     spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark configuration")
 

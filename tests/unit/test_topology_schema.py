@@ -75,6 +75,7 @@ def test_defaults() -> None:
     assert topology.clusters["a"].security.protocol == "PLAINTEXT"
     assert topology.clusters["a"].local is None
     assert topology.pipeline.state_dir == Path(".geokafka/state")
+    assert topology.pipeline.write_tasks == 0  # one per core
     assert topology.stretch is None
 
 
