@@ -1,8 +1,6 @@
-"""A failed Spark job inside a batch reaches the runner with its cause, on real Spark.
-
-Without the guard, Spark 4.1 can lose it: its PROXY_ERROR regex overflows the stream thread's
-stack on a long Py4JJavaError text, and the query ends with no exception at all
-(see geokafka/pipeline/batch_guard.py).
+"""The batch guard on real Spark: a failed batch keeps its cause for the runner, and a query
+stopped mid-batch still ends as stopped (see geokafka/pipeline/batch_guard.py for why Spark
+4.1 needs the failure text kept short).
 """
 
 from __future__ import annotations
@@ -15,6 +13,8 @@ import pytest
 from geokafka import errors
 from geokafka.pipeline.batch_guard import BatchGuard
 from geokafka.pipeline.runner import classify_failure
+
+pytestmark = pytest.mark.integration
 
 
 def _batch_failing_with(failure: str):  # type: ignore[no-untyped-def]
