@@ -78,7 +78,9 @@ def test_a_query_stopped_mid_batch_ends_as_stopped_not_failed(spark):  # type: i
         def worker(batches):  # type: ignore[no-untyped-def]
             import time as worker_time
             for _ in batches:
-                worker_time.sleep(120)
+                busy_until = worker_time.monotonic() + 120  # until the stop cancels the task
+                while worker_time.monotonic() < busy_until:
+                    worker_time.sleep(0.5)
             yield from ()
 
         started.set()
