@@ -32,17 +32,45 @@ _DEFAULTS = {
 }
 
 
-def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mapping[str, str] | None = None) -> SparkSession:
-    """Create (or return the running) SparkSession for ``master`` with the Kafka connector."""
+def driver_classpath() -> list[Path]:
+    """The jars geokafka adds to Spark's own (the Kafka connector and its client)."""
+    return spark_kafka_jars()
+
+
+def is_local(master: str) -> bool:
+    """True for ``local``, ``local[N]``, ``local[*]`` and ``local[N,F]``: driver and executor in one JVM."""
+    return master == "local" or master.startswith("local[")
+
+
+def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mapping[str, str] | None = None,
+              *, dump_archive_to: str | None = None) -> SparkSession:
+    """Create (or return the running) SparkSession for ``master`` with the Kafka connector.
+
+    A local session puts the jars on the driver's class path (its executor is the same JVM:
+    nothing to ship, and the classes can come from the class archive, see
+    :mod:`geokafka.pipeline.class_archive`); other masters ship them with ``spark.jars``.
+    ``dump_archive_to`` is for the archive's training run only.
+    """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from geokafka.pipeline.class_archive import java_options
+
+    jars = driver_classpath()
     builder = SparkSession.builder.master(master).appName(app_name)
-    builder = builder.config("spark.jars", ",".join(str(p) for p in spark_kafka_jars()))
     log_conf = f"-Dlog4j2.configurationFile={_LOG4J}"
-    builder = builder.config("spark.driver.extraJavaOptions", log_conf)
+    driver_options = [log_conf]
+    if is_local(master):
+        builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(str(p) for p in jars))
+        if dump_archive_to is not None:
+            driver_options.append(f"-XX:ArchiveClassesAtExit={dump_archive_to}")
+        else:
+            driver_options.extend(java_options(jars))
+    else:
+        builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
+    builder = builder.config("spark.driver.extraJavaOptions", " ".join(driver_options))
     builder = builder.config("spark.executor.extraJavaOptions", log_conf)
     for key, value in {**_DEFAULTS, **(conf or {})}.items():
         builder = builder.config(key, value)
