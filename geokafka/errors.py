@@ -13,6 +13,7 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     ├── RecordTooLargeError (8)    a record does not fit the target topic
     ├── AuthError (9)              credentials or TLS were refused
     ├── FlowStateError (10)        the flow is in the wrong state for the command
+    │   └── FlowFailedOverError    the flow was failed over: a mirror must not replicate it
     ├── DrillFailedError (11)      a drill saw reality disagree with the plan
     └── PartitionMismatchError (12) a target topic has fewer partitions than its source
 """
@@ -78,6 +79,10 @@ class FlowStateError(GeokafkaError):
     """The flow is in a state where the command cannot run (e.g. already failed over)."""
 
     exit_code = 10
+
+
+class FlowFailedOverError(FlowStateError):
+    """The flow was failed over to its target; only failback may start it again."""
 
 
 class DrillFailedError(GeokafkaError):

@@ -6,6 +6,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 from geokafka.control.state_store import release_state_producers
 from geokafka.errors import GeokafkaError
@@ -35,12 +36,21 @@ def mirror(
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
     pipeline = topology.pipeline
-    spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf)
-    runners = [FlowRunner(spark, topology, name) for name in names]
+    runners = [FlowRunner(None, topology, name) for name in names]
     deadline = None if duration_s is None else time.monotonic() + duration_s
     try:
         for runner in runners:
             runner.status = "retrying"  # first start goes through the same retry/fatal handling
+        # The control plane's half of each start (fencing first: a killed writer's open
+        # transaction blocks read_committed readers of the target until it is aborted) runs
+        # while Spark starts, which takes most of a start's time.
+        with ThreadPoolExecutor(max_workers=min(4, len(runners)) or 1, thread_name_prefix="prepare") as pool:
+            prepared = [pool.submit(runner.try_prepare) for runner in runners]
+            spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf)
+            for future in prepared:
+                future.result()
+        for runner in runners:
+            runner.spark = spark
         while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
             for runner in runners:
                 runner.tick()

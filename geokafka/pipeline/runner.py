@@ -79,7 +79,7 @@ class PartitionProgress:
 class FlowRunner:
     """Runs one flow's query and keeps it healthy."""
 
-    spark: SparkSession
+    spark: SparkSession | None
     topology: Topology
     name: str
     status: str = "starting"
@@ -98,6 +98,7 @@ class FlowRunner:
     _next_observation: float = 0.0
     _offset_index: Any = None
     _ever_started: bool = False
+    _prepared: Assignment | None = None
 
     def __post_init__(self) -> None:
         self.flow = self.topology.flows[self.name]
@@ -113,22 +114,45 @@ class FlowRunner:
 
     def start(self) -> None:
         """Prepare topics and positions and start the query; raises on any problem."""
+        if self._prepared is None:
+            self.prepare()
+        self.launch()
+
+    def prepare(self) -> None:
+        """The control-plane half of a start, which needs no Spark: check both clusters, create
+        and sync target topics, fence the flow's writers, read its progress, plan where each
+        partition resumes. `mirror` runs it while Spark starts."""
+        self._prepared = None
         self.source_admin.check_reachable()
         self.target_admin.check_reachable()
         ensure_state_topic(self.target_admin)
         self._pairs = self._target_pairs()
         self._sync_topic_metadata()  # a restart (e.g. for new partitions) must not delay config/ACL sync
-        # Fence first: a killed writer's open transaction would hold the state topic's
-        # last stable offset until it times out, and the state must be read to its end.
+        # Fence first: a killed writer's open transaction would hold the state topic's (and
+        # every target topic's) last stable offset until it times out, and the state must be
+        # read to its end.
         fence_writers(self.name, self._pairs, self.target)
         state = read_state(self.target)
         if flow_role(state, self.name) == "failed-over":
-            raise errors.FlowStateError(
+            raise errors.FlowFailedOverError(
                 f"flow {self.name} was failed over to {self.flow.target}; run `geokafka failback {self.name}` instead"
             )
-        assignment: Assignment = plan_assignment(
+        self._prepared = plan_assignment(
             self.name, self.flow.start, self.flow.skip_gaps, self._pairs, self.source_admin, state
         )
+
+    def try_prepare(self) -> None:
+        """:meth:`prepare`, a failure handled as a failed start is (retry, or stop on a fatal one)."""
+        try:
+            self.prepare()
+        except errors.GeokafkaError as exc:
+            self._start_failed(exc)
+
+    def launch(self) -> None:
+        """Start the query from the prepared assignment (needs ``spark``)."""
+        assignment, self._prepared = self._prepared, None
+        if assignment is None or self.spark is None:
+            raise RuntimeError(f"flow {self.name}: launch needs prepare() and a Spark session first")
         self.gaps_skipped += sum(g.last - g.first + 1 for g in assignment.gaps)
         for key, (next_offset, _) in assignment.expected.items():
             topic, _, partition = key.rpartition("/")
@@ -199,14 +223,15 @@ class FlowRunner:
         try:
             self.start()
             self._backoff = 1.0
-        except errors.FlowStateError as exc:
-            if "was failed over" in str(exc):
-                self._failed_over_elsewhere()
-            else:
-                self._fail(exc)
-        except FATAL as exc:
-            self._fail(exc)
         except errors.GeokafkaError as exc:
+            self._start_failed(exc)
+
+    def _start_failed(self, exc: errors.GeokafkaError) -> None:
+        if isinstance(exc, errors.FlowFailedOverError):
+            self._failed_over_elsewhere()
+        elif isinstance(exc, FATAL):
+            self._fail(exc)
+        else:
             self._schedule_retry(exc)
 
     def _restart(self) -> None:
@@ -214,6 +239,7 @@ class FlowRunner:
             self._query.stop()
             self._query = None
         self.restarts += 1
+        self._prepared = None
         self._try_start()
 
     def _handle_failure(self, failure: errors.GeokafkaError) -> None:
