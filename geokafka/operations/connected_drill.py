@@ -21,7 +21,7 @@ from geokafka.control.connection import ClusterConnection, connection
 from geokafka.control.failover import FailoverReport, failover
 from geokafka.control.naming import policy_for
 from geokafka.control.state_store import ends_key, read_state
-from geokafka.errors import TopologyError
+from geokafka.errors import DrillFailedError, TopologyError
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import kill_node
 from geokafka.operations.traffic import GroupReader, OrderStream
@@ -38,6 +38,7 @@ class DrillResult:
     rpo_seconds_reported: float = 0.0
     acked_after_last_observation: int = 0
     rto_seconds: float = 0.0
+    mirror_start_s: float = 0.0
     failover_command_s: float = 0.0
     consumed_at_source: int = 0
     consumed_at_target: int = 0
@@ -72,15 +73,31 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
     replica = policy_for(flow).remote_topic(flow.source, topic)
     result = DrillResult()
     stop_mirror = threading.Event()
-    mirror_thread = threading.Thread(target=lambda: mirror(topology, [flow_name], stop_event=stop_mirror),
-                                     name="mirror", daemon=True)
+    running = threading.Event()
+
+    def on_tick(runners: list[Any]) -> None:
+        if all(r.status == "running" for r in runners):
+            running.set()
+
+    mirror_thread = threading.Thread(
+        target=lambda: mirror(topology, [flow_name], on_tick=on_tick, stop_event=stop_mirror),
+        name="mirror", daemon=True,
+    )
     try:
         source_admin = ClusterAdmin(source)
         rf = min(3, source_admin.broker_count())
         configs = {"min.insync.replicas": str(min(2, rf)), "retention.ms": "86400000"}
         source_admin.create_topic(topic, partitions, rf, configs)
-        say(f"topic {topic} on {flow.source}: {partitions} partitions, RF {rf}; flow {flow_name} on Spark")
+        say(f"topic {topic} on {flow.source}: {partitions} partitions, RF {rf}; starting flow {flow_name} on Spark")
+        # A DR setup replicates before the disaster: traffic starts once the flow runs, so the
+        # RPO measured at the kill is the steady state's, not the time Spark takes to start.
+        mirror_started = time.monotonic()
         mirror_thread.start()
+        while not running.wait(0.5):
+            if not mirror_thread.is_alive() or time.monotonic() - mirror_started > 300:
+                raise DrillFailedError(f"flow {flow_name} did not start within {time.monotonic() - mirror_started:.0f}s")
+        result.mirror_start_s = round(time.monotonic() - mirror_started, 1)
+        say(f"flow {flow_name} running after {result.mirror_start_s:.1f}s")
         stream = OrderStream(source, topic, rate).start()
         reader = GroupReader(source, [topic], group, flow.source).start()
         say(f"producing ~{rate:.0f} orders/s with acks=all; group {group} consumes at {flow.source}")
