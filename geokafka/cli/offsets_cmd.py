@@ -43,6 +43,8 @@ def translate(ctx: CliContext, flow: str, group: str, timeout_s: float, json_out
 
     Reads the group's committed offsets on the source (or, if the source is unreachable, the
     last checkpoint stored on the target) and the gk.src headers of the target topics.
+    TARGET-OFFSET is the exact translation; TARGET-GROUP-NOW is what the group has committed on
+    the target today (a sync moves it to TARGET-OFFSET unless consumers on the target moved it).
     CAUGHT-UP is "no" while records the group already read are still being replicated.
     Changes nothing.
     """
@@ -57,10 +59,17 @@ def _translation_table(result: GroupTranslation) -> Table:
         title += ", source unreachable: offsets from the last checkpoint"
     if not result.synced:
         title += "\n(the flow's groups regexes do not select this group: its offsets are not synced)"
-    table = Table("TOPIC", "PARTITION", "SOURCE-OFFSET", "TARGET-TOPIC", "TARGET-OFFSET", "CAUGHT-UP", title=title)
+    if result.target_members:
+        title += (f"\nthe group has {result.target_members} active member(s) on {result.target} "
+                  f"({result.target_state}): a sync or failover leaves its offsets alone")
+    table = Table("TOPIC", "PARTITION", "SOURCE-OFFSET", "TARGET-TOPIC", "TARGET-OFFSET", "TARGET-GROUP-NOW",
+                  "CAUGHT-UP", title=title)
     for p in result.partitions:
         target = str(p.target_offset) if p.target_offset is not None else f"- ({p.note})"
-        table.add_row(p.source_topic, str(p.partition), str(p.source_offset), p.target_topic, target,
+        now = "-" if p.target_committed is None else str(p.target_committed)
+        if p.target_committed is not None and p.target_offset is not None and p.target_committed != p.target_offset:
+            now += " (differs)"
+        table.add_row(p.source_topic, str(p.partition), str(p.source_offset), p.target_topic, target, now,
                       "yes" if p.caught_up else "no")
     return table
 

@@ -48,3 +48,24 @@ def test_missing_target_partition_is_skipped_with_the_note() -> None:
     note = "east.orders/0 does not exist on west yet"
     d = decide_commit(translation(None, note=note), previous=None, activity=ABSENT)
     assert (d.action, d.reason) == ("skip", note)
+
+
+def test_follows_a_source_rewind_where_the_sync_left_the_group() -> None:
+    # the sync committed 25 earlier; the source group was reset for reprocessing: follow it back
+    d = decide_commit(translation(17), previous=25, activity=ABSENT, synced=25)
+    assert (d.action, d.offset) == ("commit", 17)
+    assert "rewound" in d.reason and "25" in d.reason and not d.held
+
+
+def test_a_position_consumers_reached_on_the_target_is_theirs_unless_overwritten() -> None:
+    d = decide_commit(translation(17), previous=25, activity=ABSENT, synced=20)
+    assert (d.action, d.held) == ("skip", True)
+    assert "the sync wrote 20" in d.reason
+    forced = decide_commit(translation(17), previous=25, activity=ABSENT, synced=20, overwrite=True)
+    assert (forced.action, forced.offset) == ("commit", 17)
+    assert "overwrites 25" in forced.reason
+
+
+def test_an_active_target_group_is_held_even_when_overwriting() -> None:
+    d = decide_commit(translation(17), previous=25, activity=GroupActivity("stable", 1), synced=25, overwrite=True)
+    assert (d.action, d.held) == ("skip", True)

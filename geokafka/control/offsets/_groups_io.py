@@ -139,9 +139,21 @@ def group_activity(admin: ClusterAdmin, groups: Iterable[str]) -> dict[str, Grou
     return out
 
 
+class Refusal(str):
+    """Why the broker refused a partition's commit; ``group_active`` when the group had members."""
+
+    group_active: bool = False
+
+
+def _refusal(text: str, group_active: bool) -> Refusal:
+    refusal = Refusal(text)
+    refusal.group_active = group_active
+    return refusal
+
+
 def commit_offsets(
     admin: ClusterAdmin, group: str, offsets: Mapping[TopicPartitionKey, int]
-) -> dict[TopicPartitionKey, str]:
+) -> dict[TopicPartitionKey, Refusal]:
     """Commit ``offsets`` for ``group``; returns the partitions the broker refused, with why.
 
     The broker itself refuses commits from outside to a group with active members, which
@@ -157,10 +169,11 @@ def commit_offsets(
     if isinstance(answer, KafkaException):
         if _code(answer) in _GROUP_ACTIVE:
             text = f"broker refused the commit ({answer.args[0].name()}): the group became active"
-            return {key: text for key in offsets}
+            return {key: _refusal(text, True) for key in offsets}
         raise_mapped(admin.conn, f"committing offsets of group {group}", answer)
     return {
-        (tp.topic, tp.partition): f"broker refused the commit: {tp.error.str()}"
+        (tp.topic, tp.partition): _refusal(f"broker refused the commit: {tp.error.str()}",
+                                           tp.error.code() in _GROUP_ACTIVE)
         for tp in answer.topic_partitions or []
         if tp.error is not None
     }

@@ -7,13 +7,19 @@ unreachable and the caller allows it, from the last checkpoint a sync stored on 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
-from geokafka.control.offsets._groups_io import TopicPartitionKey, committed_offsets, list_group_ids
+from geokafka.control.offsets._groups_io import (
+    ABSENT,
+    TopicPartitionKey,
+    committed_offsets,
+    group_activity,
+    list_group_ids,
+)
 from geokafka.control.offsets.checkpoints import Checkpoint, checkpoints_in, read_target_state
 from geokafka.control.offsets.exceptions import NoCommittedOffsetsError
 from geokafka.control.offsets.index import TargetIndex
@@ -38,6 +44,8 @@ class PartitionTranslation:
     caught_up: bool
     matched_source_offset: int | None = None
     note: str = ""
+    target_committed: int | None = None
+    """The target group's committed offset there now (what a consumer would start from today)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +60,9 @@ class GroupTranslation:
     synced: bool
     """Whether the flow's ``groups`` regexes select this group for offset sync."""
     partitions: list[PartitionTranslation] = field(default_factory=list)
+    target_state: str = "dead"
+    """The group's state on the target (``stable`` etc. when consumers are in it there)."""
+    target_members: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -159,4 +170,9 @@ def translate_group(
         if own_index:
             idx.close()
     synced = bool(select_groups([group], ctx.flow))
-    return GroupTranslation(flow_name, group, ctx.flow.source, ctx.flow.target, origin, synced, partitions)
+    placed = [(p.target_topic, p.partition) for p in partitions if p.target_offset is not None]
+    now = committed_offsets(ctx.target, {group: placed}).get(group, {}) if placed else {}
+    partitions = [replace(p, target_committed=now.get((p.target_topic, p.partition))) for p in partitions]
+    activity = group_activity(ctx.target, [group]).get(group, ABSENT)
+    return GroupTranslation(flow_name, group, ctx.flow.source, ctx.flow.target, origin, synced, partitions,
+                            activity.state, activity.members)

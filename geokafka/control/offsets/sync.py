@@ -5,7 +5,9 @@ by failover. As MM2's ``MirrorCheckpointTask`` it writes only where it is safe:
 
 * only groups the flow selects (``groups``/``exclude_groups``) and topics it replicates;
 * never to a target group with members (their offsets are theirs; the broker refuses too);
-* never backwards: a target group that already read further on the target stays where it is.
+* backwards only where the target group is still where the sync left it: a group reset for
+  reprocessing at the source is followed exactly, but a position that consumers on the target
+  reached is theirs (unless the caller says ``overwrite``, as failover may).
 
 Every partition gets an :class:`OffsetAction` with ``commit``, ``unchanged`` or ``skip`` and
 the reason, so a partial sync is visible rather than silent.
@@ -19,13 +21,14 @@ from typing import Any, Literal
 
 from geokafka.control.offsets._groups_io import (
     GroupActivity,
+    Refusal,
     TopicPartitionKey,
     commit_offsets,
     committed_offsets,
     end_offsets,
     group_activity,
 )
-from geokafka.control.offsets.checkpoints import checkpoints_in, read_target_state, store_checkpoints
+from geokafka.control.offsets.checkpoints import Checkpoint, checkpoints_in, now_ms, read_target_state, store_checkpoints
 from geokafka.control.offsets.groups import FlowOffsets, OffsetsFrom, PartitionTranslation, checkpoint_offsets
 from geokafka.control.offsets.index import TargetIndex
 from geokafka.errors import AuthError, ClusterUnreachableError, KafkaOperationError
@@ -43,6 +46,8 @@ class Decision:
     action: Action
     offset: int | None
     reason: str
+    held: bool = False
+    """A skip because the target group is in use on the target (active, or moved by its consumers)."""
 
 
 def decide_commit(
@@ -51,14 +56,18 @@ def decide_commit(
     previous: int | None,
     activity: GroupActivity,
     end_offset: int | None = None,
+    synced: int | None = None,
+    overwrite: bool = False,
 ) -> Decision:
     """Apply the guards to one partition (pure; the order of the checks is the order of the reasons).
 
-    ``previous`` is the target group's committed offset there, ``end_offset`` the target's
-    end when clamping (failover), ``activity`` the target group's state.
+    ``previous`` is the target group's committed offset there, ``synced`` the offset the sync
+    itself last committed there (from the group's checkpoint), ``end_offset`` the target's end
+    when clamping (failover), ``activity`` the target group's state. ``overwrite`` moves a
+    group that consumers on the target moved, too.
     """
     if activity.active:
-        return Decision("skip", translation.target_offset, f"target group is active ({activity.describe()})")
+        return Decision("skip", translation.target_offset, f"target group is active ({activity.describe()})", True)
     if translation.target_offset is None:
         return Decision("skip", None, translation.note or "no target offset")
     offset, notes = translation.target_offset, []
@@ -68,7 +77,15 @@ def decide_commit(
     if not translation.caught_up:
         notes.append("replication not caught up: provisional, may re-deliver")
     if previous is not None and previous > offset:
-        return Decision("skip", offset, f"target group already at {previous}; never rewound to {offset}")
+        if synced == previous:
+            return Decision("commit", offset, "; ".join([f"source group rewound: follows it back from {previous}",
+                                                          *notes]))
+        if overwrite:
+            return Decision("commit", offset, "; ".join([
+                f"overwrites {previous}, which consumers on the target reached", *notes]))
+        wrote = f"the sync wrote {synced}" if synced is not None else "the sync never wrote it"
+        return Decision("skip", offset, f"target group already at {previous}, moved there on the target ({wrote}); "
+                                        f"never rewound to {offset} unless overwritten", True)
     if previous == offset:
         return Decision("unchanged", offset, "; ".join(["already there", *notes]))
     return Decision("commit", offset, "; ".join(["translated", *notes]))
@@ -88,6 +105,8 @@ class OffsetAction:
     caught_up: bool
     action: Action
     reason: str
+    held: bool = False
+    """Skipped because the target group is in use on the target (active, or moved by its consumers)."""
 
 
 @dataclass
@@ -100,6 +119,7 @@ class SyncReport:
     offsets_from: OffsetsFrom
     clamp_to_end: bool
     dry_run: bool
+    overwrite: bool = False
     groups: list[str] = field(default_factory=list)
     actions: list[OffsetAction] = field(default_factory=list)
     checkpoints_written: int = 0
@@ -111,6 +131,10 @@ class SyncReport:
     def by_group(self, group: str) -> list[OffsetAction]:
         """The actions of one group."""
         return [a for a in self.actions if a.group == group]
+
+    def held_on_target(self) -> list[OffsetAction]:
+        """Partitions left alone because the target group is in use there (active, or moved by its consumers)."""
+        return [a for a in self.actions if a.action == "skip" and a.held]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form, with a summary."""
@@ -125,6 +149,8 @@ def sync_group_offsets(
     *,
     clamp_to_end: bool = False,
     fallback_to_checkpoints: bool = False,
+    source_reachable: bool | None = None,
+    overwrite: bool = False,
     dry_run: bool = False,
     index: TargetIndex | None = None,
     timeout_s: float = 15.0,
@@ -134,6 +160,9 @@ def sync_group_offsets(
     ``clamp_to_end`` (failover) caps every offset at the target's end offset.
     ``fallback_to_checkpoints`` (failover) uses the last stored source offsets when the source
     is unreachable; otherwise an unreachable source raises ClusterUnreachableError.
+    ``source_reachable``: the caller already probed the source (False: go to the checkpoints
+    without waiting for it again).
+    ``overwrite`` moves target groups that consumers on the target moved, too (failover's choice).
     ``index``: pass the same :class:`TargetIndex` on every call to read the target incrementally.
     ``dry_run`` decides everything and writes nothing (no commits, no checkpoints).
     ``timeout_s`` bounds each Kafka call (and how long an unreachable cluster is waited for).
@@ -144,17 +173,16 @@ def sync_group_offsets(
     known = checkpoints_in(snapshot, flow_name)
     origin: OffsetsFrom = "source"
     try:
+        if source_reachable is False:
+            raise ClusterUnreachableError(f"cluster {ctx.flow.source} is unreachable (probed by the caller)")
         offsets, replicated = ctx.live_offsets(None)
     except ClusterUnreachableError as exc:
         if not fallback_to_checkpoints:
             raise
         offsets, origin = checkpoint_offsets(known, None, exc), "checkpoint"
         replicated = {t for by_tp in offsets.values() for t, _ in by_tp}
-    report = SyncReport(flow_name, ctx.flow.source, ctx.flow.target, origin, clamp_to_end, dry_run, sorted(offsets))
-    if origin == "source" and not dry_run:
-        mine = {g: {tp: o for tp, o in by_tp.items() if tp[0] in replicated} for g, by_tp in offsets.items()}
-        report.checkpoints_written = store_checkpoints(ctx.target, flow_name, mine, known)
-
+    report = SyncReport(flow_name, ctx.flow.source, ctx.flow.target, origin, clamp_to_end, dry_run, overwrite,
+                        sorted(offsets))
     own_index = index is None
     idx = index or TargetIndex(ctx.target.conn, timeout_s=timeout_s * 2)
     try:
@@ -164,17 +192,47 @@ def sync_group_offsets(
     finally:
         if own_index:
             idx.close()
-    _apply(ctx, report, translated, clamp_to_end, dry_run)
-    log.info("flow %s: group offsets %s", flow_name, report.to_dict()["summary"])
+    synced = {g: cp.synced for g, cp in known.items()}
+    _apply(ctx, report, translated, synced, clamp_to_end, dry_run, overwrite)
+    if not dry_run:
+        report.checkpoints_written = store_checkpoints(
+            ctx.target, flow_name, _checkpoints(report, offsets, replicated, known, origin), known)
+    summary = report.to_dict()["summary"]
+    log.info("flow %s: group offsets %s", flow_name, summary)
     return report
+
+
+def _checkpoints(
+    report: SyncReport,
+    offsets: dict[str, dict[TopicPartitionKey, int]],
+    replicated: set[str],
+    known: dict[str, Checkpoint],
+    origin: OffsetsFrom,
+) -> dict[str, Checkpoint]:
+    """Each group's new checkpoint: the source offsets just read (kept when read from a checkpoint)
+    and, per target partition, what the sync has committed there so far."""
+    out: dict[str, Checkpoint] = {}
+    for group, by_tp in offsets.items():
+        before = known.get(group)
+        synced = dict(before.synced) if before else {}
+        for action in report.by_group(group):
+            if action.action in ("commit", "unchanged") and action.target_offset is not None:
+                synced[(action.target_topic, action.partition)] = action.target_offset
+        source = {tp: o for tp, o in by_tp.items() if tp[0] in replicated} if origin == "source" else (
+            dict(before.offsets) if before else {})
+        at_ms = now_ms() if before is None or before.offsets != source or before.synced != synced else before.at_ms
+        out[group] = Checkpoint(group, source, at_ms, synced)
+    return out
 
 
 def _apply(
     ctx: FlowOffsets,
     report: SyncReport,
     translated: dict[str, list[PartitionTranslation]],
+    synced: dict[str, dict[TopicPartitionKey, int]],
     clamp_to_end: bool,
     dry_run: bool,
+    overwrite: bool,
 ) -> None:
     """Decide every partition, commit group by group, and fill ``report``."""
     placed = {
@@ -184,12 +242,14 @@ def _apply(
     previous = committed_offsets(ctx.target, placed)
     ends = end_offsets(ctx.target, {tp for tps in placed.values() for tp in tps}) if clamp_to_end else {}
     for group, items in sorted(translated.items()):
+        group_activity_ = activity.get(group, GroupActivity("dead", 0))
         decided: list[tuple[PartitionTranslation, Decision, int | None]] = []
         for t in items:
             key = (t.target_topic, t.partition)
             before = previous.get(group, {}).get(key)
             decision = decide_commit(
-                t, previous=before, activity=activity.get(group, GroupActivity("dead", 0)), end_offset=ends.get(key)
+                t, previous=before, activity=group_activity_, end_offset=ends.get(key),
+                synced=synced.get(group, {}).get(key), overwrite=overwrite,
             )
             decided.append((t, decision, before))
         to_commit: dict[TopicPartitionKey, int] = {
@@ -201,18 +261,16 @@ def _apply(
         for t, d, before in decided:
             key = (t.target_topic, t.partition)
             if key in refused:
-                d = Decision("skip", d.offset, refused[key])
-            if d.action == "skip":
-                log.debug("group %s %s/%d: skipped: %s", group, t.source_topic, t.partition, d.reason)
+                d = Decision("skip", d.offset, refused[key], refused[key].group_active)
             report.actions.append(OffsetAction(
                 group, t.source_topic, t.partition, t.source_offset, t.target_topic, d.offset, before,
-                t.caught_up, d.action, d.reason,
+                t.caught_up, d.action, d.reason, d.held,
             ))
 
 
-def _commit(ctx: FlowOffsets, group: str, offsets: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, str]:
+def _commit(ctx: FlowOffsets, group: str, offsets: dict[TopicPartitionKey, int]) -> dict[TopicPartitionKey, Refusal]:
     """Commit one group; a failure of this group alone becomes its skip reason, not the sync's end."""
     try:
         return commit_offsets(ctx.target, group, offsets)
     except (KafkaOperationError, AuthError) as exc:
-        return {key: f"commit failed: {exc}" for key in offsets}
+        return {key: Refusal(f"commit failed: {exc}") for key in offsets}
