@@ -13,6 +13,12 @@ from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.cli.interrupts import terminate_as_interrupt
 
 
+def _reported_rpo(result: Any) -> str:
+    upper = "unbounded" if result.rpo_records_reported_upper is None else f"{result.rpo_records_reported_upper:,}"
+    seconds = "?" if result.rpo_seconds_reported is None else f"{result.rpo_seconds_reported:.1f}"
+    return f"{result.rpo_records_reported:,} to {upper} records, {seconds} s"
+
+
 def _summary(result: Any) -> Table:
     table = Table("measure", "value", title="geokafka demo: nyc site lost, failed over to atl")
     rows = [
@@ -20,7 +26,7 @@ def _summary(result: Any) -> Table:
         ("orders acked at nyc (acks=all)", f"{result.produced_acked:,}"),
         ("replicated to atl", f"{result.replicated:,}"),
         ("RPO, measured (acked, never replicated)", f"{result.rpo_records_measured:,} records"),
-        ("RPO, failover report (last observation)", f"{result.rpo_records_reported:,} records, {result.rpo_seconds_reported:.1f} s"),
+        ("RPO, failover report (bounds)", _reported_rpo(result)),
         ("  acked after the last observation", f"{result.acked_after_last_observation:,}"),
         ("RTO (site killed -> group consuming at atl)", f"{result.rto_seconds:.1f} s"),
         ("  of which `failover` took", f"{result.failover_command_s:.1f} s"),

@@ -9,26 +9,44 @@ from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.control.failover import FailoverReport
 
 
+def _seconds(value: float | None) -> str:
+    return "?" if value is None else f"{value:.1f}"
+
+
+def rpo_headline(report: FailoverReport) -> str:
+    """``RPO: at least N records (observation 0.8 s old), at most M; X s``."""
+    if report.kind == "promote":
+        return f"RPO: {report.rpo_records} records"
+    age = "" if report.observation_age_s is None else f" (source last observed {report.observation_age_s:.1f} s earlier)"
+    upper = "unbounded" if report.rpo_records_upper is None else f"{report.rpo_records_upper:,}"
+    if report.source_reachable:
+        return f"RPO: {report.rpo_records:,} records at the last observation{age}; the source is still up"
+    return (f"RPO: at least {report.rpo_records:,} records{age}, at most {upper}; "
+            f"oldest unreplicated write {_seconds(report.rpo_seconds)} s before the observation")
+
+
 def render_report(report: FailoverReport) -> Table:
     """The failover report as a table: losses per partition, then where groups resume."""
+    verb = f"{report.kind} (dry run: nothing changed)" if report.dry_run else report.kind
     table = Table("topic/partition", "observed source end", "replicated up to", "unreplicated", "RPO s",
-                  title=f"{report.kind} of {report.flow}: {report.source} -> {report.target}", show_lines=False)
+                  title=f"{verb} of {report.flow}: {report.source} -> {report.target}", show_lines=False)
     for p in report.partitions:
         end = "-" if p.observed_end is None else str(p.observed_end)
-        table.add_row(f"{p.topic}/{p.partition}", end, str(p.replicated_next), str(p.unreplicated), f"{p.rpo_seconds:.1f}")
-    table.caption = (
-        f"RPO: {report.rpo_records} records, {report.rpo_seconds:.1f} s   "
-        f"command took {report.duration_s:.1f} s   source reachable: {report.source_reachable}"
-    )
+        table.add_row(f"{p.topic}/{p.partition}", end, str(p.replicated_next), str(p.unreplicated),
+                      _seconds(p.rpo_seconds))
+    table.caption = (f"{rpo_headline(report)}\ncommand took {report.duration_s:.1f} s   "
+                     f"source reachable: {report.source_reachable}")
     return table
 
 
 def render_groups(report: FailoverReport) -> Table:
     """Where each group resumes on the target."""
-    table = Table("group", "topic/partition", "resume at", "action", title="consumer groups on the target")
+    title = "consumer groups on the target" + (" (would be)" if report.dry_run else "")
+    table = Table("group", "topic/partition", "resume at", "action", "why", title=title)
     for group, rows in sorted(report.groups.items()):
         for row in rows:
-            table.add_row(group, f"{row['topic']}/{row['partition']}", str(row["resume_at"]), row["action"])
+            resume = "-" if row["resume_at"] is None else str(row["resume_at"])
+            table.add_row(group, f"{row['topic']}/{row['partition']}", resume, row["action"], row["reason"])
     return table
 
 
@@ -43,29 +61,43 @@ def _emit(ctx: CliContext, report: FailoverReport) -> None:
         ctx.console.print(f"note: {note}")
 
 
+_DRY_RUN = "print exactly what would happen and change nothing"
+_OVERWRITE = ("also move groups that consumers on the target moved (by default they stay where they are, "
+              "and the report says so)")
+
+
 @click.command()
 @click.argument("flow")
+@click.option("--dry-run", is_flag=True, help=_DRY_RUN)
+@click.option("--timeout", "probe_timeout", default=5.0, type=click.FloatRange(min=0.1),
+              help="seconds to wait for the source to answer (a dead site answers at once)")
+@click.option("--overwrite-target-offsets", is_flag=True, help=_OVERWRITE)
 @pass_ctx
-def failover(ctx: CliContext, flow: str) -> None:
+def failover(ctx: CliContext, flow: str, dry_run: bool, probe_timeout: float, overwrite_target_offsets: bool) -> None:
     """The source site is gone: stop FLOW, move its groups to the target, report the loss.
 
     \b
     Fences the flow's writers (nothing more lands), marks it failed-over on the target (a
     running mirror stops it), commits every synced group's translated offset clamped to the
     target's end (from the last checkpoint when the source is unreachable), and prints per
-    partition what the last observation of the source held that the target does not (RPO).
-    WARNING: after this, FLOW no longer replicates; use `failback` to reverse it.
+    partition what the last observation of the source held that the target does not: the
+    RPO's lower bound, with an upper bound from the source's peak write rate.
+    WARNING: after this, FLOW no longer replicates; use `failback` to reverse it. Try
+    --dry-run first.
     """
     from geokafka.control.failover import failover as run
 
-    _emit(ctx, run(ctx.topology, flow))
+    _emit(ctx, run(ctx.topology, flow, probe_timeout_s=probe_timeout, overwrite_groups=overwrite_target_offsets,
+                   dry_run=dry_run))
 
 
 @click.command()
 @click.argument("flow")
 @click.option("--timeout", default=120.0, help="seconds to wait for the flow to catch up")
+@click.option("--dry-run", is_flag=True, help=_DRY_RUN)
+@click.option("--overwrite-target-offsets", is_flag=True, help=_OVERWRITE)
 @pass_ctx
-def promote(ctx: CliContext, flow: str, timeout: float) -> None:
+def promote(ctx: CliContext, flow: str, timeout: float, dry_run: bool, overwrite_target_offsets: bool) -> None:
     """Planned move of FLOW to its target, with zero loss.
 
     Stop producers on the source first. Waits until the running mirror has replicated every
@@ -74,14 +106,16 @@ def promote(ctx: CliContext, flow: str, timeout: float) -> None:
     """
     from geokafka.control.failover import failover as run
 
-    _emit(ctx, run(ctx.topology, flow, promote=True, timeout_s=timeout))
+    _emit(ctx, run(ctx.topology, flow, promote=True, timeout_s=timeout, overwrite_groups=overwrite_target_offsets,
+                   dry_run=dry_run))
 
 
 @click.command()
 @click.argument("flow")
 @click.option("--timeout", default=300.0, help="seconds to wait for the reverse flow to catch up")
+@click.option("--dry-run", is_flag=True, help=_DRY_RUN)
 @pass_ctx
-def failback(ctx: CliContext, flow: str, timeout: float) -> None:
+def failback(ctx: CliContext, flow: str, timeout: float, dry_run: bool) -> None:
     """After a failover of FLOW, make the original source the primary again.
 
     \b
@@ -89,19 +123,29 @@ def failback(ctx: CliContext, flow: str, timeout: float) -> None:
     1. check the original source is reachable;
     2. run the reverse flow FLOW-failback (target -> source, same guarantees) on Spark;
     3. once producers on the new primary are stopped, wait until it has caught up;
-    4. promote it: translate groups back, RPO 0;
+    4. promote it (RPO 0) and move every group to the first record it has not processed at
+       the original site;
     5./6. you move clients back and restart `geokafka mirror FLOW`.
     """
     from geokafka.control.failback import failback as run
 
-    report = run(ctx.topology, flow, timeout_s=timeout)
+    report = run(ctx.topology, flow, timeout_s=timeout, dry_run=dry_run)
     if ctx.json_output:
         ctx.emit(report.to_dict())
         return
     for step in report.steps:
         ctx.console.print(step)
     if report.promote is not None:
-        _emit(ctx, report.promote)
+        ctx.console.print(render_report(report.promote))
+    if report.groups is not None and report.groups.positions:
+        table = Table("group", "topic/partition", "resume at", "was", "action", "why",
+                      title=f"consumer groups at {report.groups.site}")
+        for pos in report.groups.positions:
+            was = "-" if pos.previous is None else str(pos.previous)
+            table.add_row(pos.group, f"{pos.topic}/{pos.partition}", str(pos.resume_at), was, pos.action, pos.reason)
+        ctx.console.print(table)
+    for note in report.notes:
+        ctx.console.print(f"note: {note}")
 
 
 COMMANDS = [failover, promote, failback]

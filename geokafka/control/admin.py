@@ -141,6 +141,33 @@ class ClusterAdmin:
             raise_mapped(self.conn, "listing topics", exc)
         _refusals.pop(_key(self.conn), None)  # the credentials work (now)
 
+    def probe(self, timeout_s: float | None = None) -> bool:
+        """True if the cluster answers within ``timeout_s``; False as soon as every broker refused
+        the connection (a dead site answers at once, not after the time-out). AuthError if the
+        brokers refused geokafka's credentials."""
+        down = threading.Event()
+        record = _refusal_recorder(self.conn)
+
+        def on_error(err: KafkaError) -> None:
+            record(err)
+            if err.code() == KafkaError._ALL_BROKERS_DOWN:
+                down.set()
+
+        client = AdminClient(self.conn.librdkafka(logger=_SILENT, error_cb=on_error))
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        while True:
+            try:
+                client.list_topics(timeout=max(0.05, min(0.25, deadline - time.monotonic())))
+                _refusals.pop(_key(self.conn), None)
+                return True
+            except KafkaException as exc:
+                client.poll(0)  # serves the error callback
+                refusal = _refusals.get(_key(self.conn))
+                if refusal is not None:
+                    raise_mapped(self.conn, "listing topics", exc)
+                if down.is_set() or time.monotonic() >= deadline:
+                    return False
+
     def topic_partitions(self) -> dict[str, int]:
         """Every topic and its partition count."""
         try:
@@ -168,6 +195,29 @@ class ClusterAdmin:
         configs = self.topic_configs(topic)
         rf = max(len(p.replicas) for p in md.partitions.values())
         return TopicInfo(topic, len(md.partitions), rf, configs)
+
+    def topic_ids(self, topics: list[str]) -> dict[str, str]:
+        """topic -> its topic ID (KIP-516), which changes when a topic is deleted and re-created.
+
+        Topics that do not exist are left out.
+        """
+        from confluent_kafka import TopicCollection
+
+        if not topics:
+            return {}
+        futures = self._admin.describe_topics(TopicCollection(sorted(set(topics))), request_timeout=self.timeout_s)
+        out: dict[str, str] = {}
+        for topic, future in futures.items():
+            try:
+                out[topic] = str(future.result(timeout=self.timeout_s).topic_id)
+            except KafkaException as exc:
+                if exc.args and isinstance(exc.args[0], KafkaError) and exc.args[0].code() in (
+                        KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.UNKNOWN_TOPIC_ID):
+                    continue
+                raise_mapped(self.conn, f"describing topic {topic}", exc)
+            except FutureTimeout as exc:
+                raise_mapped(self.conn, f"describing topic {topic}", exc)
+        return out
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         """Configs set on the topic itself (not broker defaults)."""

@@ -28,6 +28,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.connection import ClusterConnection
+from geokafka.control.rpo import observation_key as ends_key  # noqa: F401 - public here too
 from geokafka.control.state_keys import STATE_TOPIC, progress_key  # noqa: F401 - public here too
 from geokafka.errors import KafkaOperationError
 _STATE_CONFIGS = {
@@ -36,11 +37,6 @@ _STATE_CONFIGS = {
     "segment.ms": "600000",
     "message.timestamp.type": "CreateTime",
 }
-
-
-def ends_key(flow: str) -> str:
-    """Key of the last observation of a flow's source end offsets."""
-    return f"ends/{flow}"
 
 
 @dataclass
@@ -154,6 +150,11 @@ def release_state_producers() -> None:
 def set_flow_state(conn: ClusterConnection, flow: str, state: str, **details: Any) -> None:
     """Record a flow's state (running, stopped, failed-over, error) on its target."""
     write_state(conn, {f"flow/{flow}": {"state": state, "at_ms": int(time.time() * 1000), **details}})
+
+
+def held_groups_key(flow: str) -> str:
+    """Key of the groups a flow's offset sync leaves alone because they are in use on the target."""
+    return f"held-groups/{flow}"
 
 
 def role_key(flow: str) -> str:

@@ -35,7 +35,8 @@ class DrillResult:
     replicated: int = 0
     rpo_records_measured: int = 0
     rpo_records_reported: int = 0
-    rpo_seconds_reported: float = 0.0
+    rpo_records_reported_upper: int | None = None
+    rpo_seconds_reported: float | None = 0.0
     acked_after_last_observation: int = 0
     rto_seconds: float = 0.0
     mirror_start_s: float = 0.0
@@ -183,7 +184,9 @@ def _measure(result: DrillResult, stream: OrderStream, reader: GroupReader, resu
     result.replicated = len(replicated)
     result.rpo_records_measured = len(stream.acked - replicated)
     result.rpo_records_reported = report.rpo_records
-    result.rpo_seconds_reported = round(report.rpo_seconds, 3)
+    result.rpo_records_reported_upper = report.rpo_records_upper
+    seconds = report.rpo_seconds
+    result.rpo_seconds_reported = None if seconds is None else round(seconds, 3)
     result.failover_command_s = round(report.duration_s, 3)
     # RTO: from the kill until the group is assigned its partitions at atl and consuming.
     result.rto_seconds = round((resumed.ready_ms - kill_ms) / 1000, 3) if resumed.ready_ms else float("nan")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -118,6 +119,10 @@ def test_failover_after_the_source_site_dies(base_topology, local_clusters, sout
         assert len(replicated) == len(target)  # no duplicates on the target
         assert report.rpo_records == len(acked - replicated) > 0  # the report equals a direct comparison
         assert report.rpo_seconds > 0
+        # the bounds contain the truth, and the report is valid JSON (no NaN)
+        assert report.rpo_records_upper is not None
+        assert report.rpo_records <= len(acked - replicated) <= report.rpo_records_upper
+        json.dumps(report.to_dict(), allow_nan=False)
         # the group resumes on the target exactly after what it consumed at the source
         done = {(m.partition(), m.offset()) for m in consumed}
         resumed = _drain(west, f"south.{topic}", group)
