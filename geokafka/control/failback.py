@@ -3,9 +3,11 @@
 The reverse flow (``<flow>-failback``: target -> original source, same naming and guarantees)
 replicates what was written on the new primary during the outage back to the original site;
 records that started on the original site are not sent back (their ``gk.origin``). Once it
-has caught up -- producers on the new primary stopped -- the reverse flow is promoted: groups
-are translated back, the reverse flow is marked failed-over (the original site is primary
-again), and the original flow is released so ``geokafka mirror <flow>`` can resume.
+has caught up -- producers on the new primary stopped -- the reverse flow is promoted (marked
+failed-over: the original site is primary again), every group is moved to the first record
+it has not processed at the original site (:mod:`geokafka.control.offsets.back`, which reads
+both flows' copies), and the original flow is released so ``geokafka mirror <flow>`` can
+resume.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Any
 from geokafka.control.connection import connection
 from geokafka.control.failover import FailoverReport, failover
 from geokafka.control.admin import ClusterAdmin
+from geokafka.control.offsets._groups_io import list_group_ids
+from geokafka.control.offsets.back import BackReport, move_groups_back
+from geokafka.control.selection import select_groups, select_topics
 from geokafka.control.state_store import flow_role, read_state, set_flow_role
 from geokafka.errors import FlowStateError
 from geokafka.topology.schema import Flow, Topology
@@ -37,8 +42,10 @@ def reverse_flow_name(flow_name: str) -> str:
 
 
 def reverse_flow(flow: Flow) -> Flow:
-    """The original flow turned around: same topics, naming, groups and syncs."""
-    return flow.model_copy(update={"source": flow.target, "target": flow.source})
+    """The original flow turned around: same topics, naming and groups; its group offsets are
+    moved by failback itself (a plain sync would translate from its own copies only)."""
+    sync = [kind for kind in flow.sync if kind != "group-offsets"]
+    return flow.model_copy(update={"source": flow.target, "target": flow.source, "sync": sync})
 
 
 def with_reverse_flow(topology: Topology, flow_name: str) -> Topology:
@@ -51,21 +58,29 @@ def with_reverse_flow(topology: Topology, flow_name: str) -> Topology:
 
 @dataclass
 class FailbackReport:
-    """The steps taken and the promote report of the reverse flow."""
+    """The steps taken, the promote report of the reverse flow and where the groups resume."""
 
     flow: str
     reverse: str
+    dry_run: bool = False
     steps: list[str] = field(default_factory=list)
     promote: FailoverReport | None = None
+    groups: BackReport | None = None
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"flow": self.flow, "reverse": self.reverse, "steps": self.steps,
-                "promote": self.promote.to_dict() if self.promote else None}
+        return {"flow": self.flow, "reverse": self.reverse, "dry_run": self.dry_run, "steps": self.steps,
+                "promote": self.promote.to_dict() if self.promote else None,
+                "groups": self.groups.to_dict() if self.groups else None, "notes": self.notes}
 
 
-def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0) -> FailbackReport:
-    """Run the reverse flow until caught up, promote it, and release the original flow."""
+def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dry_run: bool = False) -> FailbackReport:
+    """Run the reverse flow until caught up, promote it, move the groups back, release the original flow.
+
+    ``dry_run`` checks what it can (the flow is failed over, the original site answers) and
+    says what would happen, changing nothing.
+    """
     flow = topology.flow(flow_name)
     target = connection(topology, flow.target)
     if flow_role(read_state(target), flow_name) != "failed-over":
@@ -74,7 +89,9 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0) -> Fa
     full = with_reverse_flow(topology, flow_name)
     reverse = reverse_flow_name(flow_name)
     names = dict(flow=flow_name, reverse=reverse, source=flow.source, target=flow.target)
-    report = FailbackReport(flow_name, reverse, [s.format(**names) for s in FAILBACK_STEPS])
+    report = FailbackReport(flow_name, reverse, dry_run, [s.format(**names) for s in FAILBACK_STEPS])
+    if dry_run:
+        return _preview(full, flow_name, reverse, report)
     # A reverse flow left failed-over by an earlier failback would refuse to run: reset it.
     if flow_role(read_state(connection(topology, flow.source)), reverse) == "failed-over":
         set_flow_role(connection(topology, flow.source), reverse, "active")
@@ -93,11 +110,31 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0) -> Fa
     thread = threading.Thread(target=run, name="failback-mirror", daemon=True)
     thread.start()
     try:
-        report.promote = failover(full, reverse, promote=True, timeout_s=timeout_s)
+        report.promote = failover(full, reverse, promote=True, timeout_s=timeout_s, move_groups=False)
     finally:
         stop.set()
         thread.join(120)
     if errors:
         raise errors[0]
+    report.groups = move_groups_back(full, flow_name, reverse)
+    held = sorted({p.group for p in report.groups.positions if p.action == "skip"})
+    if held:
+        report.notes.append(f"groups active at {flow.source} were left alone: {', '.join(held)}")
     set_flow_role(target, flow_name, "active", failed_back_to=flow.source)
+    return report
+
+
+def _preview(topology: Topology, flow_name: str, reverse: str, report: FailbackReport) -> FailbackReport:
+    """What a failback would do: which topics go back, which groups move (their positions need the
+    reverse flow's copies, so they are computed when it has run)."""
+    flow = topology.flow(flow_name)
+    back = topology.flow(reverse)
+    new_primary = ClusterAdmin(connection(topology, flow.target))
+    topics = select_topics(new_primary.topic_partitions(), back)
+    groups = select_groups(list_group_ids(new_primary), flow)
+    report.steps = [f"would: {step}" for step in report.steps]
+    report.notes.append(f"{reverse} would copy {', '.join(topics) or 'no topics'} from {flow.target} "
+                        f"to {flow.source} (records that started at {flow.source} stay)")
+    report.notes.append(f"groups that would move to their first unprocessed record at {flow.source}: "
+                        f"{', '.join(groups) or 'none'}")
     return report

@@ -39,6 +39,8 @@ class PartitionIndex:
         self.unattributed = 0
         """Records without a valid ``gk.src``: written directly on the target."""
         self._mappings: dict[SourcePartition, OffsetMapping] = {}
+        self._local = OffsetMapping()
+        """Offsets of the records written directly on this cluster (as offset -> offset pairs, in runs)."""
 
     def add(self, target_offset: int, src: SourcePosition | None) -> None:
         """Index the record at ``target_offset`` (records must come in target order)."""
@@ -50,6 +52,7 @@ class PartitionIndex:
         self.records += 1
         if src is None:
             self.unattributed += 1
+            self._local.add(target_offset, target_offset)
             return
         key = SourcePartition(src.cluster, src.topic, src.partition)
         mapping = self._mappings.get(key)
@@ -60,6 +63,13 @@ class PartitionIndex:
     def advance(self, position: int) -> None:
         """Everything below ``position`` was read (end of partition reached; markers skipped)."""
         self.position = max(self.position, position)
+
+    def first_not_from(self, cluster: str, offset: int) -> int | None:
+        """Offset of the first record at or after ``offset`` that was not copied from ``cluster``."""
+        candidates = [self._local.first_target_at_or_after(offset)]
+        candidates += [m.first_target_at_or_after(offset) for k, m in self._mappings.items() if k.cluster != cluster]
+        found = [c[1] for c in candidates if c is not None]
+        return min(found) if found else None
 
     def sources(self) -> list[SourcePartition]:
         """Source partitions with records in this target partition."""

@@ -147,6 +147,17 @@ class OffsetMapping:
             return self._src[j], self._tgt[j]
         return None
 
+    def first_target_at_or_after(self, target_offset: int) -> tuple[int, int] | None:
+        """(source offset, target offset) of the first replicated record at target offset >= ``target_offset``."""
+        i = bisect_right(self._tgt, target_offset) - 1
+        if i >= 0 and target_offset < self._tgt[i] + self._len[i]:
+            k = target_offset - self._tgt[i]
+            return self._src[i] + k, target_offset
+        j = i + 1
+        if j < len(self._tgt):
+            return self._src[j], self._tgt[j]
+        return None
+
     def translate(self, committed: int, *, resume_at: int, replicated_next: int | None = None) -> Translation:
         """Target offset for a group that committed ``committed`` on the source (module doc has the rule)."""
         if committed < 0:
