@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_store import StateSnapshot
+from geokafka.control.topic_identity import Recreation, recreations, stored_topic_ids
 from geokafka.control.topic_sync import TopicPair
 from geokafka.errors import DataLossError
 from geokafka.pipeline.writer import transactional_id
@@ -25,8 +26,20 @@ class Gap:
     topic: str
     partition: int
     first: int
-    last: int
+    last: int | None
+    """None: up to an end nobody can know any more (the old log of a re-created topic)."""
     reason: str
+
+    @property
+    def records(self) -> int:
+        """Offsets in the gap (0 when its end is unknown)."""
+        return 0 if self.last is None else self.last - self.first + 1
+
+    def describe(self) -> str:
+        """``orders/0 offsets 100..149`` or ``orders/0 from offset 100 of the old topic``."""
+        if self.last is None:
+            return f"{self.topic}/{self.partition} from offset {self.first} of the old topic"
+        return f"{self.topic}/{self.partition} offsets {self.first}..{self.last}"
 
 
 @dataclass
@@ -37,11 +50,55 @@ class Assignment:
     starting: dict[str, dict[str, int]] = field(default_factory=dict)
     expected: dict[str, tuple[int, int]] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
+    topic_ids: dict[str, str] = field(default_factory=dict)
+    """Source topic -> the topic ID this assignment replicates (to record before the query starts)."""
 
     @property
     def partitions(self) -> dict[str, list[int]]:
         """Spark's ``assign`` option."""
         return {pair.source: list(range(pair.partitions)) for pair in self.pairs}
+
+
+def find_gaps(
+    pairs: list[TopicPair],
+    marks: dict[str, dict[int, tuple[int, int]]],
+    progress: dict[tuple[str, int], int],
+    recreated: list[Recreation],
+) -> list[Gap]:
+    """Every partition whose committed progress the source can no longer continue from (pure).
+
+    ``marks``: topic -> partition -> (log start, log end) on the source now (not needed for
+    the topics in ``recreated``).
+    """
+    renewed = {r.topic: r for r in recreated}
+    gaps = []
+    for pair in pairs:
+        for p in range(pair.partitions):
+            committed = progress.get((pair.source, p))
+            if committed is None:
+                continue
+            again = renewed.get(pair.source)
+            if again is not None:
+                gaps.append(Gap(pair.source, p, committed, None, again.describe()))
+                continue
+            low, high = marks[pair.source][p]
+            if committed < low:
+                gaps.append(Gap(pair.source, p, committed, low - 1,
+                                "no longer on the source (retention or delete-records)"))
+            elif committed > high:
+                gaps.append(Gap(pair.source, p, high, committed - 1, "source log ends before the replicated position "
+                                "(topic deleted and re-created, or unclean leader election)"))
+    return gaps
+
+
+def data_loss_error(flow_name: str, cluster: str, gaps: list[Gap]) -> DataLossError:
+    """One error naming every gap, grouped by reason."""
+    by_reason: dict[str, list[Gap]] = {}
+    for gap in gaps:
+        by_reason.setdefault(gap.reason, []).append(gap)
+    parts = [f"{', '.join(g.describe() for g in group)}: {reason}" for reason, group in by_reason.items()]
+    return DataLossError(f"flow {flow_name}: source records on {cluster} are gone before they were replicated: "
+                         f"{'; '.join(parts)}; set skip_gaps: true to skip them (counted)")
 
 
 def plan_assignment(
@@ -55,37 +112,36 @@ def plan_assignment(
     """Resume each partition at its committed progress, checking the source still has it.
 
     A partition never replicated starts at the flow's ``start`` (earliest or latest). When the
-    source's log starts after the committed position (retention, delete-records) or ends
-    before it (topic deleted and re-created), the flow stops with :class:`DataLossError`
-    naming the range, unless ``skip_gaps`` is set; then the gap is logged and reported.
+    source's log starts after the committed position (retention, delete-records), ends before
+    it, or belongs to a re-created topic (its topic ID changed), the flow stops with
+    :class:`DataLossError` naming every such partition and range, unless ``skip_gaps`` is set;
+    then each gap is logged and counted, and the partition continues from the log's start.
     """
     progress = state.progress(flow_name)
     assignment = Assignment(pairs)
+    marks = {pair.source: source.watermarks(pair.source, pair.partitions) for pair in pairs}
+    assignment.topic_ids = source.topic_ids([pair.source for pair in pairs])
+    stored = stored_topic_ids(state.values, flow_name)
+    recreated = recreations(stored, assignment.topic_ids, {topic for topic, _ in progress})
+    gaps = find_gaps(pairs, marks, progress, recreated)
+    if gaps and not skip_gaps:
+        raise data_loss_error(flow_name, source.conn.name, gaps)
+    gapped = {(g.topic, g.partition) for g in gaps}
+    for gap in gaps:
+        log.warning("flow %s: skipping %s %s: %s", flow_name, source.conn.name, gap.describe(), gap.reason)
+    assignment.gaps = gaps
     for pair in pairs:
-        marks = source.watermarks(pair.source, pair.partitions)
         offsets: dict[str, int] = {}
         for p in range(pair.partitions):
-            low, high = marks[p]
-            committed = progress.get((pair.source, p))
             key = f"{pair.source}/{p}"
             hint = state.offsets.get(f"progress/{flow_name}/{key}", state.end_offset)
+            committed = progress.get((pair.source, p))
             if committed is None:
                 offsets[str(p)] = EARLIEST if start == "earliest" else LATEST
                 assignment.expected[key] = (-1, hint)
                 continue
-            gap = None
-            if committed < low:
-                gap = Gap(pair.source, p, committed, low - 1, "no longer on the source (retention or delete-records)")
-            elif committed > high:
-                gap = Gap(pair.source, p, high, committed - 1, "source log ends before the replicated position "
-                          "(topic deleted and re-created, or unclean leader election)")
-            if gap is not None:
-                where = f"{source.conn.name} {gap.topic}/{gap.partition} offsets {gap.first}..{gap.last}"
-                if not skip_gaps:
-                    raise DataLossError(f"flow {flow_name}: {where}: {gap.reason}; set skip_gaps: true to skip it")
-                log.warning("flow %s: skipping %s: %s", flow_name, where, gap.reason)
-                assignment.gaps.append(gap)
-                committed = low
+            if (pair.source, p) in gapped:
+                committed = marks[pair.source][p][0]
             offsets[str(p)] = committed
             assignment.expected[key] = (committed, hint)
         assignment.starting[pair.source] = offsets

@@ -12,25 +12,31 @@ import os
 import re
 import socket
 import time
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from geokafka import errors
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection, redact
 from geokafka.control.naming import policy_for
+from geokafka.control.rpo import RATE_WINDOW, Observation, observation_key, peak_rate
+from geokafka.control.topic_identity import encode as encode_topic_id
+from geokafka.control.topic_identity import recreations, stored_topic_ids, topic_id_key
 from geokafka.control.selection import select_topics
+from geokafka.control.state_keys import progress_key
 from geokafka.control.state_store import (
-    ends_key,
+    StateSnapshot,
     ensure_state_topic,
     flow_role,
+    held_groups_key,
     read_state,
     set_flow_state,
     write_state,
 )
 from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
-from geokafka.pipeline.assignment import Assignment, fence_writers, plan_assignment
+from geokafka.pipeline.assignment import Assignment, data_loss_error, fence_writers, find_gaps, plan_assignment
 from geokafka.pipeline.query import FlowQuery
 from geokafka.topology.schema import Topology
 
@@ -99,6 +105,11 @@ class FlowRunner:
     _offset_index: Any = None
     _ever_started: bool = False
     _prepared: Assignment | None = None
+    _topic_ids: dict[str, str] = field(default_factory=dict)
+    _next_identity_check: float = 0.0
+    _held_groups: list[tuple[str, str, int, str]] = field(default_factory=list)
+    _observation: Observation | None = None
+    _rate_samples: deque[tuple[int, int]] = field(default_factory=lambda: deque(maxlen=RATE_WINDOW))
 
     def __post_init__(self) -> None:
         self.flow = self.topology.flows[self.name]
@@ -137,9 +148,28 @@ class FlowRunner:
             raise errors.FlowFailedOverError(
                 f"flow {self.name} was failed over to {self.flow.target}; run `geokafka failback {self.name}` instead"
             )
-        self._prepared = plan_assignment(
+        assignment = plan_assignment(
             self.name, self.flow.start, self.flow.skip_gaps, self._pairs, self.source_admin, state
         )
+        self._record_topic_ids(assignment, state)
+        self._prepared = assignment
+
+    def _record_topic_ids(self, assignment: Assignment, state: StateSnapshot) -> None:
+        """Before the query starts: the source topic IDs it replicates. A skipped re-created topic's
+        progress is reset to where its new log starts first, so no crash can pair the new ID with
+        the old topic's offsets."""
+        stored = stored_topic_ids(state.values, self.name)
+        now_ms = int(time.time() * 1000)
+        resets: dict[str, dict[str, Any] | None] = {
+            progress_key(self.name, gap.topic, gap.partition): {"next": assignment.expected[f"{gap.topic}/{gap.partition}"][0]}
+            for gap in assignment.gaps if gap.last is None
+        }
+        ids: dict[str, dict[str, Any] | None] = {
+            topic_id_key(self.name, topic): encode_topic_id(topic_id, now_ms)
+            for topic, topic_id in assignment.topic_ids.items() if stored.get(topic) != topic_id
+        }
+        if resets or ids:
+            write_state(self.target, {**resets, **ids})
 
     def try_prepare(self) -> None:
         """:meth:`prepare`, a failure handled as a failed start is (retry, or stop on a fatal one)."""
@@ -153,7 +183,8 @@ class FlowRunner:
         assignment, self._prepared = self._prepared, None
         if assignment is None or self.spark is None:
             raise RuntimeError(f"flow {self.name}: launch needs prepare() and a Spark session first")
-        self.gaps_skipped += sum(g.last - g.first + 1 for g in assignment.gaps)
+        self.gaps_skipped += sum(g.records for g in assignment.gaps)
+        self._topic_ids = dict(assignment.topic_ids)
         for key, (next_offset, _) in assignment.expected.items():
             topic, _, partition = key.rpartition("/")
             self.progress.setdefault((topic, int(partition)), PartitionProgress()).next_offset = next_offset
@@ -204,8 +235,14 @@ class FlowRunner:
             failure = classify_failure(self._query.exception() or "query stopped")
             self._query.stop()
             self._query = None
+            if isinstance(failure, errors.DataLossError):
+                failure = self._diagnose_loss() or failure
             self._handle_failure(failure)
             return
+        if now >= self._next_identity_check:
+            self._next_identity_check = now + 1.0
+            if self._source_topic_recreated():
+                return
         if now >= self._next_refresh:
             self._next_refresh = now + self._refresh_interval()
             if self._selection_changed():
@@ -218,6 +255,41 @@ class FlowRunner:
             self._periodic_sync()
 
     # -- internals -------------------------------------------------------------------------
+
+    def _source_topic_recreated(self) -> bool:
+        """A source topic's ID changed under the running query: stop it before it replicates the
+        new log from the old offsets (a start decides, naming every partition, or skips)."""
+        try:
+            current = self._observer.topic_ids(sorted(self._topic_ids))
+        except errors.GeokafkaError:
+            return False  # the query itself reports an unreachable source
+        changed = [t for t, topic_id in self._topic_ids.items() if t in current and current[t] != topic_id]
+        if not changed:
+            return False
+        log.warning("flow %s: source topic %s was re-created; stopping its query", self.name, ", ".join(changed))
+        if self._query is not None:
+            self._query.stop()
+            self._query = None
+        self.restarts += 1
+        self._prepared = None
+        self._try_start()  # DataLossError naming every partition, or the new topic from its start with skip_gaps
+        return True
+
+    def _diagnose_loss(self) -> errors.DataLossError | None:
+        """The query stopped on a data loss its source reported: name every partition and range."""
+        try:
+            state = read_state(self.target, timeout_s=15.0)
+            progress = state.progress(self.name)
+            current = self._observer.topic_ids([pair.source for pair in self._pairs])
+            recreated = recreations(stored_topic_ids(state.values, self.name), current, {t for t, _ in progress},
+                                    include_deleted=True)
+            gone = {r.topic for r in recreated}
+            marks = {pair.source: self._observer.watermarks(pair.source, pair.partitions)
+                     for pair in self._pairs if pair.source not in gone}
+        except errors.GeokafkaError:
+            return None
+        gaps = find_gaps(self._pairs, marks, progress, recreated)
+        return data_loss_error(self.name, self.flow.source, gaps) if gaps else None
 
     def _try_start(self) -> None:
         try:
@@ -327,9 +399,25 @@ class FlowRunner:
 
                 if self._offset_index is None:
                     self._offset_index = TargetIndex(self.target, timeout_s=30.0)
-                sync_group_offsets(self.topology, self.name, index=self._offset_index, timeout_s=5.0)
+                report = sync_group_offsets(self.topology, self.name, index=self._offset_index, timeout_s=5.0)
+                self._record_held_groups(report.held_on_target())
         except Exception as exc:  # noqa: BLE001 - a failed sync must never stop replication
             log.warning("flow %s: sync skipped: %s", self.name, exc)
+
+    def _record_held_groups(self, held: list[Any]) -> None:
+        """Groups whose target offsets the sync leaves alone because they are in use on the target:
+        said once when it changes, and kept on the target for `status`."""
+        now = sorted({(a.group, a.target_topic, a.partition, a.reason) for a in held})
+        if now == self._held_groups:
+            return
+        self._held_groups = now
+        for group in sorted({g for g, _, _, _ in now}):
+            reasons = sorted({r for g, _, _, r in now if g == group})
+            log.warning("flow %s: group %s is in use on %s, its offsets there are not synced: %s",
+                        self.name, group, self.flow.target, reasons[0])
+        write_state(self.target, {held_groups_key(self.name): {
+            "at_ms": int(time.time() * 1000),
+            "held": [{"group": g, "topic": t, "partition": p, "reason": r} for g, t, p, r in now]}})
 
     def _record_batch(self, batch_id: int, rows: list[dict[str, Any]]) -> None:
         now = time.time()
@@ -382,13 +470,28 @@ class FlowRunner:
             query.stop()
 
     def _observe_source_ends(self) -> None:
+        """Record the source's end offsets (the RPO's lower bound if it dies) and its peak append
+        rate; after a failed look, when it failed (what bounds the RPO from above)."""
+        at_ms = int(time.time() * 1000)
         try:
-            at_ms = int(time.time() * 1000)
             ends = {
                 f"{pair.source}/{p}": high
                 for pair in self._pairs
                 for p, (_, high) in self._observer.watermarks(pair.source, pair.partitions).items()
             }
-            write_state(self.target, {ends_key(self.name): {"at_ms": at_ms, "ends": ends}})
         except errors.GeokafkaError as exc:
             log.debug("flow %s: source ends not observed: %s", self.name, exc)
+            last = self._observation
+            if last is not None and last.failed_at_ms is None:
+                failed = replace(last, failed_at_ms=int(time.time() * 1000))
+                self._write_observation(failed)
+            return
+        self._rate_samples.append((at_ms, sum(ends.values())))
+        self._write_observation(Observation(at_ms, ends, peak_rate(self._rate_samples)))
+
+    def _write_observation(self, observation: Observation) -> None:
+        try:
+            write_state(self.target, {observation_key(self.name): observation.encode()}, timeout_s=5.0)
+            self._observation = observation
+        except errors.GeokafkaError as exc:
+            log.debug("flow %s: source observation not written: %s", self.name, exc)
