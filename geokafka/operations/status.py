@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from geokafka.control.connection import redact
+from geokafka.control.rpo import Observation, observation_key, rpo_bounds
+from geokafka.control.state_store import held_groups_key
 from geokafka.errors import GeokafkaError
 from geokafka.topology.schema import Topology
 
@@ -78,6 +80,8 @@ class Rpo:
     basis: str  # "live" | "last-observed" | "unknown"
     observed_ms: int | None = None
     note: str | None = None
+    upper_records: int | None = None
+    """With the source unreachable: at most this many (``records`` is then a lower bound)."""
 
 
 @dataclass
@@ -104,6 +108,8 @@ class FlowStatus:
     rpo: Rpo = field(default_factory=lambda: Rpo(None, None, "unknown"))
     throughput: Throughput | None = None
     last_failover: dict[str, Any] | None = None
+    held_groups: list[dict[str, Any]] = field(default_factory=list)
+    """Group partitions the offset sync leaves alone because the group is in use on the target."""
 
 
 @dataclass
@@ -218,7 +224,9 @@ def flow_rpo(partitions: list[PartitionStatus], basis: str, observed_ms: int | N
     seconds = None if missing_seconds else max(seconds_known, default=0.0)
     note = None
     if basis == "last-observed":
-        note = "source unreachable: from the mirror's last observation of its end offsets; records written after it are not counted"
+        age = "" if observed_ms is None else f" ({max(0.0, (time.time() * 1000 - observed_ms) / 1000):.0f} s old)"
+        note = (f"a lower bound: the source is unreachable, so this is from the mirror's last observation of its "
+                f"end offsets{age}; records written after it are not counted")
     if any(lag is None for lag in lags):
         note = (note + "; " if note else "") + "some partitions have no known end offset"
     return Rpo(records, seconds, basis, observed_ms, note)
@@ -336,6 +344,12 @@ class StatusCollector:
                 status.state = "state-unavailable"
         basis = "live" if reachable else ("last-observed" if observed_ms is not None else "unknown")
         status.rpo = flow_rpo(partitions, basis, observed_ms)
+        if basis == "last-observed":
+            progress = {(p.topic, p.partition): p.replicated for p in partitions if p.replicated is not None}
+            bounds = rpo_bounds(Observation.decode(values.get(observation_key(name))), progress, now_ms,
+                                gone_at_ms=now_ms)
+            status.rpo.upper_records = bounds.upper_records
+        status.held_groups = list((values.get(held_groups_key(name)) or {}).get("held", []))
         return status
 
     def close(self) -> None:

@@ -76,9 +76,16 @@ def headline(flow: FlowStatus) -> Text:
         text.append("unknown", style="yellow")
     else:
         style = "green" if rpo.records == 0 else "yellow"
-        text.append(f"{fmt_count(rpo.records)} records, {fmt_seconds(rpo.seconds)}", style=style)
+        least = "at least " if rpo.basis == "last-observed" else ""
+        text.append(f"{least}{fmt_count(rpo.records)} records, {fmt_seconds(rpo.seconds)}", style=style)
+        if rpo.basis == "last-observed":
+            most = "unbounded" if rpo.upper_records is None else f"{fmt_count(rpo.upper_records)} records"
+            text.append(f"; at most {most}", style=style)
     if rpo.note:
         text.append(f" ({rpo.note})", style="dim")
+    held = sorted({h["group"] for h in flow.held_groups})
+    if held:
+        text.append(f"\n  groups in use on {flow.target}, offsets not synced there: {', '.join(held)}", style="yellow")
     tput = flow.throughput
     if tput is not None:
         text.append(f"\n  throughput over the last {tput.window_s:.1f} s: {fmt_rate(tput.records_per_s)}")
