@@ -7,6 +7,7 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     ├── TopologyError (2)          the topology file is unreadable or invalid
     ├── EnvironmentError_ (3)      the machine lacks something (java, mvn, a free port)
     ├── ClusterUnreachableError (4) a cluster does not answer
+    │   └── NodeExitedError        a local node's process ended while it started
     ├── KafkaOperationError (5)    a Kafka admin/produce/consume call failed
     ├── MissingTopicError (6)      a topic that must exist does not
     ├── DataLossError (7)          replication would skip records (gap, truncation)
@@ -43,6 +44,10 @@ class ClusterUnreachableError(GeokafkaError):
     """A Kafka cluster did not answer within the timeout."""
 
     exit_code = 4
+
+
+class NodeExitedError(ClusterUnreachableError):
+    """A local Kafka process exited during start-up (a port taken in the meantime, a bad config)."""
 
 
 class KafkaOperationError(GeokafkaError):

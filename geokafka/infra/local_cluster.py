@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_
+from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError
 from geokafka.infra import jars
 from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
 from geokafka.infra.processes import running_pid, signal_process, start_process, stop_process, stop_processes
@@ -291,7 +291,7 @@ def wait_until_ready(spec: LocalClusterSpec, timeout_s: float, auth: BrokerAuth 
         dead = [n.node_id for n in spec.nodes if running_pid(_pid_file(spec, n)) is None]
         if dead:
             log = spec.node_dir(dead[0]) / "logs" / "server.log"
-            raise ClusterUnreachableError(f"cluster {spec.name}: node {dead[0]} exited during start-up (see {log})")
+            raise NodeExitedError(f"cluster {spec.name}: node {dead[0]} exited during start-up (see {log})")
         if admin is None:
             # Connecting to a loopback port nobody listens on yet can pick that very port as
             # the ephemeral source port (a TCP self-connect), which then keeps the broker from
