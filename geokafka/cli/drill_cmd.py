@@ -32,12 +32,17 @@ def drill() -> None:
 @click.option("--heap-mb", type=click.IntRange(128, 4096), default=256, help="JVM heap of each Kafka process")
 @click.option("--recover/--no-recover", default=False,
               help="after the observation window, run the plan's manual steps and measure the RTO they give")
+@click.option("--guard", "guard", is_flag=True,
+              help="run `geokafka guard` through the drill instead of manual steps; then bring the DC back and "
+                   "check that the guard restores min.insync.replicas and the preferred leaders")
+@click.option("--guard-grace", type=click.FloatRange(1, 600), default=10.0,
+              help="the guard's grace period in the drill (seconds a DC must be out to count as lost)")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("reports"),
               help="folder of the JSON report and PNG timeline")
 @click.option("--json", "json_flag", is_flag=True, help="print the report as JSON (as `geokafka --json drill stretch`)")
 @pass_ctx
 def stretch(ctx: CliContext, layout: str, dc: str | None, kill_after: float, observe: float, rate: float,
-            heap_mb: int, recover: bool, out: Path, json_flag: bool) -> None:
+            heap_mb: int, recover: bool, guard: bool, guard_grace: float, out: Path, json_flag: bool) -> None:
     """Lose one DC of a real local stretched cluster and compare RPO/RTO with `geokafka plan`.
 
     Starts the layout as local KRaft processes (broker.rack = DC, controllers placed per DC,
@@ -56,7 +61,7 @@ def stretch(ctx: CliContext, layout: str, dc: str | None, kill_after: float, obs
     opts = StretchDrillOptions(
         layout_name=layout, stretch=stretch_block, home=(state_dir / "drills" / f"stretch-{layout}").absolute(),
         out_dir=out, dc=dc, kill_after_s=kill_after, observe_s=observe, rate=rate, heap_mb=heap_mb,
-        recover=recover,
+        recover=recover and not guard, guard_grace_s=guard_grace if guard else None,
     )
     with terminate_as_interrupt():  # `kill` still stops every process the drill started
         if ctx.json_output:
@@ -93,6 +98,16 @@ def _summary(result: StretchDrillResult) -> Table:
     if m["acked_unreadable"]:
         drill_rpo += f", {m['acked_unreadable']} unreadable (no leader can serve them)"
     table.add_row("RPO", plan_rpo, drill_rpo)
+    guard = r.get("guard")
+    if guard is not None:
+        back = guard["dc_return"] or {}
+        lowered = guard["lowered_after_kill_s"]
+        restored = back.get("min_isr_restored_after_s")
+        table.add_row("guard", f"lowers min.insync.replicas {guard['grace_s']:.0f} s after the loss, undoes it on return",
+                      ("did not act" if lowered is None else f"lowered {lowered:.1f} s after the kill")
+                      + ("; not restored" if restored is None else
+                         f"; restored {restored:.1f} s after {r['lost_dc']} was back, leaders "
+                         f"{back.get('leaders_restored_after_s')} s"))
     verdict = "[green]agrees[/green]" if result.comparison.agrees else "[red]DISAGREES[/red]"
     table.add_row("verdict", "", verdict)
     return table

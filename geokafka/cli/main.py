@@ -53,9 +53,9 @@ def cli(ctx: click.Context, file: Path, json_output: bool) -> None:
 
 
 def _register() -> None:
-    from geokafka.cli import bench_cmd, check_cmd, clusters_cmd, demo_cmd, drill_cmd, failover_cmd, mirror_cmd, offsets_cmd, plan_cmd, status_cmd, topology_cmd
+    from geokafka.cli import bench_cmd, check_cmd, clusters_cmd, demo_cmd, drill_cmd, failover_cmd, guard_cmd, mirror_cmd, offsets_cmd, plan_cmd, status_cmd, topology_cmd
 
-    for module in (demo_cmd, bench_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, offsets_cmd, plan_cmd, drill_cmd, status_cmd, check_cmd):
+    for module in (demo_cmd, bench_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, offsets_cmd, plan_cmd, drill_cmd, guard_cmd, status_cmd, check_cmd):
         for command in module.COMMANDS:
             cli.add_command(command)
 

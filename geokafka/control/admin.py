@@ -28,6 +28,11 @@ _SILENT = logging.getLogger("geokafka.librdkafka")
 _SILENT.addHandler(logging.NullHandler())
 _SILENT.propagate = False
 
+def silent_logger() -> logging.Logger:
+    """The logger librdkafka's own log lines go to: dropped (geokafka says what happened in its words)."""
+    return _SILENT
+
+
 _UNREACHABLE = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT, KafkaError._RESOLVE}
 _AUTH = {
     KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED, KafkaError._SSL,

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from geokafka.guard.summary import GuardStatus
 from geokafka.operations.status import StatusReport
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -90,6 +91,25 @@ class _ReportCollector:
             if flow.throughput is not None:
                 rate.add_metric([flow.name], flow.throughput.records_per_s)
         yield from (lag, lag_s, end, done, written, nbytes, up, state, source_up, age, rpo, rpo_s, rate)
+        if self.report.guard is not None:
+            yield from _guard_metrics(self.report.guard)
+
+
+def _guard_metrics(guard: GuardStatus) -> Iterator[Metric]:
+    lowered = GaugeMetricFamily("geokafka_guard_min_isr_lowered",
+                                "min.insync.replicas the guard set on a topic and has not restored yet",
+                                labels=["cluster", "topic", "dc"])
+    for low in guard.lowered:
+        lowered.add_metric([guard.cluster, low["topic"], low["dc"]], float(low["lowered"]))
+    actions = CounterMetricFamily("geokafka_guard_actions", "Guard journal records of actions, by kind and outcome",
+                                  labels=["cluster", "kind", "status"])
+    for key, count in guard.actions.items():
+        kind, _, status = key.partition("/")
+        actions.add_metric([guard.cluster, kind, status], float(count))
+    up = GaugeMetricFamily("geokafka_guard_journal_readable", "1 when the guard's journal could be read",
+                           labels=["cluster"])
+    up.add_metric([guard.cluster], 0.0 if guard.error else 1.0)
+    yield from (lowered, actions, up)
 
 
 def render_metrics(report: StatusReport | None) -> str:

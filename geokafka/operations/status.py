@@ -31,6 +31,7 @@ from geokafka.control.connection import redact
 from geokafka.control.rpo import Observation, observation_key, rpo_bounds
 from geokafka.control.state_store import held_groups_key
 from geokafka.errors import GeokafkaError
+from geokafka.guard.summary import GuardStatus, summarize
 from geokafka.topology.schema import Topology
 
 STALE_AFTER_S = 30.0
@@ -114,10 +115,11 @@ class FlowStatus:
 
 @dataclass
 class StatusReport:
-    """Every flow at one instant (``at_ms``, wall clock)."""
+    """Every flow at one instant (``at_ms``, wall clock), and the stretched cluster's guard."""
 
     at_ms: int
     flows: list[FlowStatus]
+    guard: GuardStatus | None = None
 
     def flow(self, name: str) -> FlowStatus:
         """The status of flow ``name``."""
@@ -319,7 +321,21 @@ class StatusCollector:
             if target not in states:
                 states[target] = io.state(target)
         flows = [self._flow_status(name, states[self.topology.flows[name].target]) for name in self.names]
-        return StatusReport(int(time.time() * 1000), flows)
+        return StatusReport(int(time.time() * 1000), flows, self._guard_status())
+
+    def _guard_status(self) -> GuardStatus | None:
+        """The guard's journal on the stretched cluster, when the topology names one."""
+        stretch = self.topology.stretch
+        if stretch is None or stretch.cluster is None:
+            return None
+        from geokafka.control.connection import connection
+        from geokafka.guard.journal import Journal
+
+        try:
+            entries = Journal(connection(self.topology, stretch.cluster), self.state_timeout_s).read()
+        except GeokafkaError as exc:
+            return GuardStatus(stretch.cluster, error=f"guard journal unavailable: {exc}")
+        return summarize(stretch.cluster, entries)
 
     def _flow_status(self, name: str, state: tuple[dict[str, dict[str, Any]], GeokafkaError | None]) -> FlowStatus:
         from geokafka.operations._status_io import flow_partitions

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from geokafka.guard.summary import GuardStatus
 from geokafka.operations.status import LIVE_STATES, FlowStatus, StatusReport
 
 _STATE_STYLE = {
@@ -122,11 +125,32 @@ def flow_table(flow: FlowStatus) -> Table:
     return table
 
 
+def guard_block(guard: GuardStatus) -> Text:
+    """What the stretched cluster's guard changed and has not undone, and its last records."""
+    text = Text()
+    text.append(f"guard on {guard.cluster}", style="bold")
+    if guard.error:
+        text.append(f"\n  {guard.error}", style="red")
+        return text
+    if guard.lowered:
+        for low in guard.lowered:
+            text.append(f"\n  {low['topic']}: min.insync.replicas lowered {low['original']} -> {low['lowered']} "
+                        f"({low['dc']} lost); restored when {low['dc']} is back in sync", style="yellow")
+    else:
+        text.append("\n  nothing changed (no DC lost, or every change undone)", style="green")
+    for rec in guard.recent:
+        at = time.strftime("%H:%M:%S", time.localtime(rec["at_ms"] / 1000))
+        text.append(f"\n  {at} {rec['status']}: {rec['text']}", style="dim")
+    return text
+
+
 def render_report(report: StatusReport) -> RenderableType:
-    """Every flow's table."""
-    if not report.flows:
-        return Text("no flows in the topology", style="dim")
+    """Every flow's table, then the guard."""
     parts: list[RenderableType] = []
+    if not report.flows:
+        parts += [Text("no flows in the topology", style="dim"), Text("")]
     for flow in report.flows:
         parts += [headline(flow), flow_table(flow), Text("")]
+    if report.guard is not None:
+        parts += [guard_block(report.guard), Text("")]
     return Group(*parts[:-1])

@@ -229,12 +229,24 @@ class StretchTopic(_Model):
         return str(value) if isinstance(value, int) else value
 
 
+class StretchGuard(_Model):
+    """How `geokafka guard` handles a DC loss of the stretched cluster."""
+
+    grace_s: float = Field(30.0, ge=1, le=3600, description=(
+        "a DC counts as lost once every broker in it was unreachable or fenced this long without a break"))
+    interval_s: float = Field(1.0, gt=0, le=60, description="how often the guard looks at the cluster")
+
+
 class Stretch(_Model):
     """One cluster stretched over several DCs (synchronous replication)."""
 
     dcs: dict[Name, StretchDC]
     topics: dict[str, StretchTopic] = Field(default_factory=lambda: {"default": StretchTopic()})
     base_port: Port = Field(39092, description="first loopback port of the drill's local cluster")
+    cluster: Name | None = Field(None, description=(
+        "the cluster (in clusters:) that is this stretched cluster, for `geokafka guard`; its brokers' "
+        "broker.rack must be the DC names"))
+    guard: StretchGuard = Field(default_factory=StretchGuard, description="automatic DC-loss handling")
 
     @field_validator("topics", mode="before")
     @classmethod
@@ -262,6 +274,13 @@ class Topology(_Model):
     flows: dict[Name, Flow] = Field(default_factory=dict)
     pipeline: Pipeline = Field(default_factory=Pipeline)
     stretch: Stretch | None = None
+
+    @model_validator(mode="after")
+    def _stretch_cluster_known(self) -> Topology:
+        if self.stretch is not None and self.stretch.cluster is not None and self.stretch.cluster not in self.clusters:
+            raise ValueError(f"stretch.cluster {self.stretch.cluster!r} is not in clusters "
+                             f"(known: {', '.join(sorted(self.clusters)) or 'none'})")
+        return self
 
     def flow(self, name: str) -> Flow:
         """The flow called ``name``; a TopologyError naming the known flows otherwise."""

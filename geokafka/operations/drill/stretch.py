@@ -24,7 +24,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,9 @@ from typing import Any
 from geokafka.errors import ClusterUnreachableError, DrillFailedError, TopologyError
 from geokafka.operations.drill import stretch_cluster as sc
 from geokafka.operations.drill.compare import Comparison, DrillObservation, PartitionObservation, automatic_rto, compare
+from geokafka.operations.drill.guarded import GuardThread as _GuardThread
+from geokafka.operations.drill.guarded import dc_returns as _dc_returns
+from geokafka.operations.drill.guarded import guard_report as _guard_report
 from geokafka.operations.drill.timeline import write_json, write_png
 from geokafka.operations.drill.traffic import AckLog, LiveConsumer, PacedProducer, Partition, read_back
 from geokafka.planning.plan import StretchPlan, plan_stretch, verdict_dict
@@ -58,6 +61,10 @@ class StretchDrillOptions:
     recover: bool = False
     recover_timeout_s: float = 45.0
     start_timeout_s: float = 180.0
+    guard_grace_s: float | None = None
+    """Run `geokafka guard` (with this grace period) through the drill instead of manual steps,
+    then bring the DC back and watch the guard undo what it did."""
+    return_timeout_s: float = 150.0
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,9 @@ def run_stretch_drill(
         )
     dc = opts.dc or plan.most_interesting_dc()
     verdict = plan.verdict_for_dc(dc)
+    if opts.guard_grace_s is not None:
+        # the guard acts after the grace period, once the controller fenced the lost brokers (9 s)
+        opts = replace(opts, observe_s=max(opts.observe_s, opts.guard_grace_s + 30.0), recover=False)
     cluster = sc.cluster_on_free_ports(plan.layout, f"stretch-{opts.layout_name}", opts.home,
                                        opts.stretch.base_port, opts.heap_mb)
     survivors = cluster.brokers_outside(dc)
@@ -158,6 +168,8 @@ def run_stretch_drill(
     on_event(f"starting {len(cluster.spec.nodes)} Kafka processes in {opts.home} ({WAN_NOTE.split(':')[0]})")
     started = datetime.now(timezone.utc)
     traffic: _Traffic | None = None
+    guard: _GuardThread | None = None
+    returned: dict[str, Any] | None = None
     try:
         sc.fresh_start(cluster, opts.start_timeout_s)
         sc.create_topics(cluster, plan.topics)
@@ -169,6 +181,8 @@ def run_stretch_drill(
             raise ClusterUnreachableError(f"no write was acknowledged within 30 s of starting traffic "
                                           f"(send errors: {dict(traffic.log.failures) or 'none'})")
         warm = min(at for _, _, at in traffic.log.acked.values())
+        if opts.guard_grace_s is not None:
+            guard = _GuardThread(cluster, plan, opts.guard_grace_s, on_event)
         traffic.pump(warm + opts.kill_after_s, on_tick)
         killed = sc.kill_dc(cluster, dc)
         kill_time = time.monotonic()
@@ -185,17 +199,22 @@ def run_stretch_drill(
         acks_by_part = traffic.log.resumed_at(kill_time)
         readback = read_back(cluster.bootstrap_outside(dc), traffic.partitions,
                              {n.node_id for n in survivors}) if survivors else None
+        if guard is not None:
+            returned = _dc_returns(cluster, plan, dc, guard, opts, on_event)
     except BaseException:
         if traffic is not None:
             traffic.close()
         raise
     finally:
+        if guard is not None:
+            guard.stop()
         sc.kill_leftovers(opts.home)
     on_event("all drill processes stopped")
     outcome = {(o.topic, o.partition): o for o in verdict.outcomes}
+    guarded = guard is not None and verdict.quorum_survives
     parts = tuple(
         PartitionObservation(
-            t, p, outcome[(t, p)].writable,
+            t, p, outcome[(t, p)].writable or (guarded and not outcome[(t, p)].offline),
             _delay(auto.get((t, p)), kill_time, auto_end),
             _delay(acks_by_part.get((t, p)), kill_time, end) if recovery_at is not None else None,
         )
@@ -207,6 +226,16 @@ def run_stretch_drill(
     comparison = compare(verdict, obs)
     report = _report(opts, plan, verdict, cluster, dc, started, obs, comparison, traffic, kill_time, end,
                      recovery_at, steps_done, readback)
+    if guard is not None:
+        report["guard"] = _guard_report(guard, returned, kill_time, opts)
+        if report["measured"]["rto_kind"] == "automatic":
+            report["measured"]["rto_kind"] = "automatic, by geokafka guard"
+        if returned is not None and not returned["restored"]:
+            comparison = Comparison((*comparison.disagreements, (
+                f"guard: after {dc} came back, min.insync.replicas and leaders were not restored within "
+                f"{opts.return_timeout_s:.0f} s")), comparison.notes)
+            report["agreement"]["agrees"] = False
+            report["agreement"]["disagreements"] = list(comparison.disagreements)
     stem = f"stretch-drill-{opts.layout_name}-{dc}-{started.strftime('%Y%m%dT%H%M%S')}"
     json_path, png_path = opts.out_dir / f"{stem}.json", opts.out_dir / f"{stem}.png"
     report["files"] = {"json": str(json_path), "png": str(png_path)}
@@ -275,8 +304,12 @@ def _recover(traffic: _Traffic, cluster: sc.DrillCluster, verdict: Verdict, plan
     expected = {(o.topic, o.partition) for o in verdict.outcomes if not o.offline}
     if not verdict.quorum_survives:
         on_event("manual step: restart the surviving controllers with a voter set that lists only them")
-        traffic.pump_while(lambda: sc.restart_with_survivors(cluster, dc, 120), on_tick, limit_s=150)
+        notes: list[str] = []
+        traffic.pump_while(lambda: sc.restart_with_survivors(cluster, dc, 120, notes), on_tick, limit_s=210)
         done.append({"at_s": round(time.monotonic() - t0, 2), "step": "quorum restored without " + dc})
+        for note in notes:
+            on_event(note)
+            done.append({"at_s": round(time.monotonic() - t0, 2), "step": note})
     live = {n.node_id for n in cluster.brokers_outside(dc)}
     on_event("waiting for leaders among the surviving replicas")
     elected = traffic.pump_while(lambda: sc.wait_for_leaders(bootstrap, expected, live, 60), on_tick, limit_s=70)

@@ -111,9 +111,27 @@ function render(data) {
   const at = new Date(report.at_ms).toLocaleTimeString();
   meta.textContent = `sampled ${at} · every ${data.interval_s} s · ${data.samples} samples · throughput over ${data.window_s} s`;
   const flows = report.flows || [];
-  document.getElementById("flows").innerHTML = flows.length
+  document.getElementById("flows").innerHTML = (flows.length
     ? flows.map((f) => flowCard(f, (data.history || {})[f.name] || [])).join("")
-    : '<section class="flow">no flows in the topology</section>';
+    : '<section class="flow">no flows in the topology</section>') + guardCard(report.guard);
+}
+
+function esc(s) {
+  return String(s).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
+}
+
+function guardCard(g) {
+  if (!g) return "";
+  const lowered = (g.lowered || []).map((l) =>
+    `<li class="warn">${esc(l.topic)}: min.insync.replicas ${l.original} → ${l.lowered} (${esc(l.dc)} lost)</li>`).join("");
+  const recent = (g.recent || []).map((r) =>
+    `<li>${new Date(r.at_ms).toLocaleTimeString()} ${esc(r.status)}: ${esc(r.text)}</li>`).join("");
+  return `<section class="flow guard" id="guard">
+    <h2>guard on ${esc(g.cluster)}</h2>
+    ${g.error ? `<div class="error">${esc(g.error)}</div>` : ""}
+    <ul>${lowered || '<li class="ok">nothing changed: no DC lost, or every change undone</li>'}</ul>
+    <h3>journal</h3><ul class="journal">${recent || "<li>empty</li>"}</ul>
+  </section>`;
 }
 
 let intervalMs = 2000;

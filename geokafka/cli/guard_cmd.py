@@ -1,0 +1,61 @@
+"""`geokafka guard`: watch the stretched cluster and handle a DC loss where the plan says it is safe."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.cli.interrupts import terminate_as_interrupt
+from geokafka.errors import TopologyError
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="say what it would do; change and journal nothing")
+@click.option("--duration", type=click.FloatRange(min=1), default=None, help="stop after this many seconds")
+@click.option("--grace", "grace_s", type=click.FloatRange(min=1), default=None,
+              help="seconds a DC must be out to count as lost (default: stretch.guard.grace_s)")
+@pass_ctx
+def guard(ctx: CliContext, dry_run: bool, duration: float | None, grace_s: float | None) -> None:
+    """Watch the stretched cluster (stretch.cluster) and handle the loss of a DC.
+
+    \b
+    A DC is lost when every broker in it has been unreachable or fenced for the grace period
+    (one broker down, or a short flap, is not a DC loss). Then, where the plan says the
+    controller quorum survives and the cluster confirms it (the lost brokers are fenced), it
+    lowers min.insync.replicas of the topics whose acks=all writes stopped, so they resume on
+    the surviving DC; when the DC is back and every replica is in sync again, it restores the
+    setting and the preferred leaders. It never acts without a quorum (it prints the plan's
+    steps) and never enables unclean leader election. Every action is journaled on the
+    cluster (topic __geokafka_guard) and shown by `geokafka status`.
+    """
+    from geokafka.control.connection import connection
+    from geokafka.guard.decide import GuardSettings
+    from geokafka.guard.loop import run_guard
+    from geokafka.planning import plan_stretch
+
+    stretch = ctx.topology.stretch
+    if stretch is None or stretch.cluster is None:
+        raise TopologyError(f"{ctx.file}: the guard needs a stretch: block with cluster: naming the stretched cluster")
+    plan = plan_stretch(stretch)
+    quorum = {dc: plan.verdict_for_dc(dc).quorum_survives for dc in stretch.dcs}
+    settings = GuardSettings(grace_s=grace_s if grace_s is not None else stretch.guard.grace_s)
+    started = time.monotonic()
+
+    def say(text: str) -> None:
+        ctx.info(f"[bold cyan]{time.monotonic() - started:7.1f}s[/] {text}")
+
+    with terminate_as_interrupt():
+        try:
+            run = run_guard(connection(ctx.topology, stretch.cluster), settings, quorum, dry_run=dry_run,
+                            interval_s=stretch.guard.interval_s, duration_s=duration, say=say)
+        except KeyboardInterrupt:
+            ctx.info("guard stopped")
+            return
+    if ctx.json_output:
+        ctx.emit({"dry_run": run.dry_run, "events": [{"at_ms": at, "text": t} for at, t in run.events],
+                  "actions": [{"at_ms": at, **a.to_dict(), "outcome": o} for at, a, o in run.actions]})
+
+
+COMMANDS = [guard]

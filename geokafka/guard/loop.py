@@ -1,0 +1,158 @@
+"""The guard's loop: observe, decide, act, journal; until stopped."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from geokafka.control.connection import ClusterConnection
+from geokafka.errors import GeokafkaError
+from geokafka.guard.act import ClusterActor
+from geokafka.guard.decide import DcLossPolicy, GuardSettings
+from geokafka.guard.journal import Journal, known_brokers, members_text, outstanding
+from geokafka.guard.model import Action, Broker, ClusterView, GuardMemory
+from geokafka.guard.observe import ClusterReader, wait_for_brokers
+
+log = logging.getLogger("geokafka.guard")
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class GuardRun:
+    """What a guard run did (actions applied, or that it would apply with ``dry_run``)."""
+
+    dry_run: bool
+    actions: list[tuple[int, Action, str]] = field(default_factory=list)
+    """(wall ms, action, outcome: done | failed: ... | would)."""
+    events: list[tuple[int, str]] = field(default_factory=list)
+
+
+def run_guard(
+    conn: ClusterConnection,
+    settings: GuardSettings,
+    quorum_survives: Mapping[str, bool],
+    *,
+    dry_run: bool = False,
+    interval_s: float = 1.0,
+    stop: threading.Event | None = None,
+    duration_s: float | None = None,
+    say: Say = log.info,
+) -> GuardRun:
+    """Guard the cluster behind ``conn`` until ``stop`` is set (or ``duration_s`` passed).
+
+    ``quorum_survives``: per DC, whether the plan says the controller quorum survives its loss.
+    With ``dry_run`` nothing is changed or journaled; what would be done is said.
+    """
+    stop = stop or threading.Event()
+    reader = ClusterReader(conn)
+    journal = Journal(conn)
+    actor = ClusterActor(conn)
+    run = GuardRun(dry_run)
+    try:
+        registered = wait_for_brokers(reader, 60.0)
+        if not dry_run:
+            journal.ensure()
+        entries = journal.read()
+        remembered = known_brokers(entries)
+        brokers = {**remembered, **registered}
+        if brokers != remembered and not dry_run:
+            journal.append("members", text=members_text(brokers))
+        memory = GuardMemory(lowered=outstanding(entries))
+        if memory.lowered:
+            say(f"still lowered by an earlier run: {', '.join(sorted(memory.lowered))}")
+        policy = DcLossPolicy(brokers, quorum_survives, settings, memory)
+        dcs = policy.dcs()
+        say(f"guarding {conn.name}: " + "; ".join(f"{dc}: brokers {ids}" for dc, ids in dcs.items())
+            + f" (grace {settings.grace_s:.0f} s){' - dry run' if dry_run else ''}")
+        deadline = None if duration_s is None else time.monotonic() + duration_s
+        refresh = True
+        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+            try:
+                view = reader.observe(brokers, refresh_configs=refresh)
+            except GeokafkaError as exc:
+                _event(run, journal, say, f"cluster not readable: {exc}", dry_run=True)  # journal needs the cluster
+                stop.wait(interval_s)
+                continue
+            grown = reader_new(brokers, reader, view.live)
+            if grown:
+                brokers.update(grown)
+                policy.brokers.update(grown)
+                if not dry_run:
+                    journal.append("members", text=members_text(brokers))
+            decision = policy.decide(view)
+            for text in decision.events:
+                _event(run, journal, say, text, dry_run)
+            refresh = bool(decision.actions)
+            for action in decision.actions:
+                if not _act(run, journal, actor, action, view, say, dry_run):
+                    policy.failed(action)
+            stop.wait(interval_s)
+    finally:
+        reader.close()
+        journal.close()
+    return run
+
+
+def reader_new(known: dict[int, Broker], reader: ClusterReader, live: frozenset[int]) -> dict[int, Broker]:
+    """Brokers registered since the guard started (a cluster that grew), with their DCs."""
+    if live <= set(known):
+        return {}
+    try:
+        return {b: info for b, info in reader.registered_brokers().items() if b not in known}
+    except GeokafkaError:
+        return {}
+
+
+def _event(run: GuardRun, journal: Journal, say: Say, text: str, dry_run: bool) -> None:
+    run.events.append((int(time.time() * 1000), text))
+    say(text)
+    if not dry_run:
+        try:
+            journal.append("event", text=text)
+        except GeokafkaError as exc:
+            log.warning("guard journal not written: %s", exc)
+
+
+def _act(run: GuardRun, journal: Journal, actor: ClusterActor, action: Action, view: ClusterView, say: Say,
+         dry_run: bool) -> bool:
+    """Journal, apply, journal again; False when it could not be done."""
+    at = int(time.time() * 1000)
+    if dry_run:
+        run.actions.append((at, action, "would"))
+        say(f"would {_describe(action)}: {action.reason}")
+        return True
+    try:
+        entry = journal.append("applying", action)
+    except GeokafkaError as exc:
+        run.actions.append((at, action, f"failed: {exc}"))
+        say(f"not done ({_describe(action)}): the journal cannot be written: {exc}")
+        return False
+    try:
+        actor.apply(action, view)
+    except GeokafkaError as exc:
+        run.actions.append((at, action, f"failed: {exc}"))
+        say(f"failed to {_describe(action)}: {exc}")
+        _append(journal, "failed", action, str(exc), entry.id)
+        return False
+    run.actions.append((at, action, "done"))
+    say(f"{_describe(action)}: {action.reason}")
+    _append(journal, "done", action, "", entry.id)
+    return True
+
+
+def _append(journal: Journal, status: str, action: Action, text: str, entry_id: str) -> None:
+    try:
+        journal.append(status, action, text, entry_id)
+    except GeokafkaError as exc:
+        log.warning("guard journal not written: %s", exc)
+
+
+def _describe(action: Action) -> str:
+    if action.kind == "elect-preferred-leaders":
+        return f"elect the preferred leaders of {action.topic}"
+    verb = "lower" if action.kind == "lower-min-isr" else "restore"
+    return f"{verb} min.insync.replicas of {action.topic} {action.previous} -> {action.value}"

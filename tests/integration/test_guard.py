@@ -1,0 +1,72 @@
+"""`geokafka guard` on a real local 2.5-DC cluster (RF 4 over two DCs, min.insync.replicas 3,
+controllers 1+1+1): a lost broker DC makes acks=all writes resume with no acknowledged record
+lost, and its return restores the setting and the leaders; one broker lost, or a DC back within
+the grace period, makes it do nothing. Ports: the 2.5dc preset's (39692-39799)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from geokafka.infra.local_cluster import kill_node, start_node, wait_until_ready
+from geokafka.operations.drill import StretchDrillOptions, run_stretch_drill
+from geokafka.operations.drill import stretch_cluster as sc
+from geokafka.operations.drill.guarded import GuardThread
+from geokafka.planning import PRESETS, plan_stretch
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+LAYOUT = "2.5dc"
+
+
+def test_guard_resumes_writes_after_a_dc_loss_and_undoes_it_when_the_dc_returns(tmp_path: Path) -> None:
+    opts = StretchDrillOptions(layout_name=LAYOUT, stretch=PRESETS[LAYOUT], home=tmp_path / "drill",
+                               out_dir=tmp_path / "reports", guard_grace_s=8.0)
+    result = run_stretch_drill(opts)  # raises DrillFailedError if reality disagrees with the plan
+    report = result.report
+    measured, guard = report["measured"], report["guard"]
+    assert report["plan"]["quorum"]["survives"] and report["plan"]["writes"] == "manual"
+    assert measured["acked_lost"] == 0 and measured["acked_unreadable"] == 0
+    assert measured["acked"] > measured["acked_before_kill"] > 0
+    assert measured["writes_resumed"] and measured["rto_kind"] == "automatic, by geokafka guard"
+    assert guard["error"] is None
+    assert guard["lowered_after_kill_s"] >= opts.guard_grace_s  # never before the grace period
+    said = [s["text"] for s in guard["said"]]
+    assert any("lower min.insync.replicas of orders 3 -> 2" in t for t in said), said
+    assert any("restore min.insync.replicas of orders 2 -> 3" in t for t in said), said
+    assert guard["dc_return"]["restored"]
+
+
+def test_guard_does_nothing_for_one_broker_or_a_short_outage(tmp_path: Path) -> None:
+    stretch = PRESETS[LAYOUT]
+    plan = plan_stretch(stretch)
+    cluster = sc.cluster_on_free_ports(plan.layout, "guard-quiet", tmp_path / "cluster", stretch.base_port + 50, 256)
+    events: list[str] = []
+    guard: GuardThread | None = None
+    try:
+        sc.fresh_start(cluster, 180)
+        sc.create_topics(cluster, plan.topics)
+        guard = GuardThread(cluster, plan, grace_s=10.0, on_event=events.append)
+        time.sleep(3)
+        dc1 = cluster.nodes_in("dc1")
+        kill_node(cluster.spec, dc1[0], signal.SIGKILL)  # one broker of dc1, for longer than the grace
+        time.sleep(16)
+        start_node(cluster.spec, dc1[0])
+        wait_until_ready(cluster.spec, 120)
+        for node in dc1:  # the whole DC, back within the grace period
+            kill_node(cluster.spec, node, signal.SIGKILL)
+        time.sleep(4)
+        for node in dc1:
+            start_node(cluster.spec, node)
+        wait_until_ready(cluster.spec, 120)
+        time.sleep(12)  # past the grace period since the DC went out
+    finally:
+        if guard is not None:
+            guard.stop()
+        sc.kill_leftovers(cluster.spec.home)
+    assert guard.error is None, guard.error
+    assert guard.run is not None and guard.run.actions == [], guard.run.actions
+    assert not any("is lost" in e for e in events), events
