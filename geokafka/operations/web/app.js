@@ -116,10 +116,6 @@ function render(data) {
     : '<section class="flow">no flows in the topology</section>') + guardCard(report.guard);
 }
 
-function esc(s) {
-  return String(s).replace(/[&<>"]/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
-}
-
 function guardCard(g) {
   if (!g) return "";
   const lowered = (g.lowered || []).map((l) =>
