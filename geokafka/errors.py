@@ -23,9 +23,20 @@ from __future__ import annotations
 
 
 class GeokafkaError(Exception):
-    """Root of all geokafka errors; ``str(err)`` is the one line shown to the user."""
+    """Root of all geokafka errors; ``str(err)`` is the one line shown to the user.
+
+    ``retriable``: trying again later may succeed (a running flow restarts; otherwise it stops).
+    ``kafka_code``: the Kafka error code behind it, when there is one.
+    """
 
     exit_code = 1
+    retriable = False
+
+    def __init__(self, message: str = "", *, kafka_code: int | None = None, retriable: bool | None = None) -> None:
+        super().__init__(message)
+        self.kafka_code = kafka_code
+        if retriable is not None:
+            self.retriable = retriable
 
 
 class TopologyError(GeokafkaError):
@@ -44,6 +55,7 @@ class ClusterUnreachableError(GeokafkaError):
     """A Kafka cluster did not answer within the timeout."""
 
     exit_code = 4
+    retriable = True
 
 
 class NodeExitedError(ClusterUnreachableError):
@@ -54,6 +66,7 @@ class KafkaOperationError(GeokafkaError):
     """A Kafka call failed; the message says what was being attempted."""
 
     exit_code = 5
+    retriable = True
 
 
 class MissingTopicError(GeokafkaError):

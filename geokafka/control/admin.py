@@ -236,6 +236,22 @@ class ClusterAdmin:
             if entry.source == 1 and entry.value is not None  # DYNAMIC_TOPIC_CONFIG
         }
 
+    def max_message_bytes(self, topics: list[str]) -> dict[str, int]:
+        """Each topic's effective ``max.message.bytes`` (its own setting or the broker's), in one request."""
+        resources = {t: ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics}
+        out: dict[str, int] = {}
+        if not resources:
+            return out
+        futures = self._admin.describe_configs(list(resources.values()))
+        for topic, resource in resources.items():
+            try:
+                entry = futures[resource].result(timeout=self.timeout_s).get("max.message.bytes")
+            except (KafkaException, FutureTimeout) as exc:
+                raise_mapped(self.conn, f"describing configs of {topic}", exc)
+            if entry is not None and entry.value is not None:
+                out[topic] = int(entry.value)
+        return out
+
     def create_topic(self, topic: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> bool:
         """Create ``topic``; False if it already existed. Waits until every partition has a leader."""
         new = NewTopic(topic, partitions, replication_factor, config=configs)

@@ -44,10 +44,11 @@ class ClusterConnection:
         The values can hold secrets (``sasl.jaas.config``, a client key): pass them to the
         reader only and never print them (Spark's plans, progress and UI do not show them).
         """
-        opts = {"kafka.bootstrap.servers": self.bootstrap}
-        java = _java_security(self.name, self.security)
-        opts.update({f"kafka.{k}": v for k, v in java.items()})
-        return opts
+        return {f"kafka.{k}": v for k, v in self.java_client().items()}
+
+    def java_client(self) -> dict[str, str]:
+        """Settings for Java Kafka clients (geokafka's Spark sink): bootstrap and security. May hold secrets."""
+        return {"bootstrap.servers": self.bootstrap, **_java_security(self.name, self.security)}
 
 
 def connection(topology: Topology, name: str) -> ClusterConnection:

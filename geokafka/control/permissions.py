@@ -84,7 +84,7 @@ def principal_of(cluster: Cluster) -> str:
 
 
 def transactional_id_prefix(flow_name: str) -> str:
-    """Every transactional id of a flow starts with this (see pipeline.writer.transactional_id)."""
+    """Every transactional id of a flow starts with this (see pipeline.assignment.transactional_id)."""
     return f"geokafka-{flow_name}-"
 
 

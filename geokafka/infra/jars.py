@@ -7,6 +7,7 @@ renamed when complete, so an interrupted fetch never leaves a half-filled cache.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -63,6 +64,55 @@ def spark_kafka_jars() -> list[Path]:
     return sorted(jar_dir(SPARK_KAFKA).glob("*.jar"))
 
 
+SINK_MODULE = Path(__file__).resolve().parents[2] / "jvm"
+"""The Maven module of geokafka's Spark sink (in the repository, next to the package)."""
+
+
+def sink_jar() -> Path:
+    """geokafka's Spark sink, built with ``mvn`` against the pinned pyspark and Kafka client when
+    missing or when its sources changed (cached per source digest, staged and renamed when complete)."""
+    kafka_clients = next(iter(sorted(jar_dir(SPARK_KAFKA).glob("kafka-clients-*.jar"))))
+    spark_jars = _pyspark_jars()
+    digest = hashlib.sha256()
+    for path in sorted([SINK_MODULE / "pom.xml", *(SINK_MODULE / "src").rglob("*")]):
+        if path.is_file():
+            digest.update(str(path.relative_to(SINK_MODULE)).encode() + b"\0" + path.read_bytes())
+    digest.update(f"{SPARK_VERSION}:{kafka_clients.name}".encode())
+    target = cache_root() / f"geokafka-spark-{digest.hexdigest()[:16]}"
+    jar = target / "geokafka-spark.jar"
+    if jar.exists():
+        return jar
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise EnvironmentError_("mvn not found on PATH: install Maven to build geokafka's Spark sink")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".geokafka-spark-", dir=target.parent))
+    cmd = [mvn, "-q", "-B", "-f", str(SINK_MODULE / "pom.xml"), "package", f"-Dpyspark.jars={spark_jars}",
+           f"-Dkafka.clients.jar={kafka_clients}", f"-Dbuild.dir={staging / 'build'}"]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    built = staging / "build" / "geokafka-spark.jar"
+    if result.returncode != 0 or not built.exists():
+        shutil.rmtree(staging, ignore_errors=True)
+        errors = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
+        raise EnvironmentError_(f"mvn could not build geokafka's Spark sink ({SINK_MODULE}): "
+                                f"{(errors or ['no jar built'])[0].strip()}")
+    built.rename(staging / "geokafka-spark.jar")
+    shutil.rmtree(staging / "build", ignore_errors=True)
+    for old in target.parent.glob("geokafka-spark-*"):
+        shutil.rmtree(old, ignore_errors=True)  # earlier builds are never used again
+    staging.rename(target)
+    return jar
+
+
+def _pyspark_jars() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise EnvironmentError_("pyspark is not installed: run ./run to create the environment")
+    return Path(spec.origin).parent / "jars"
+
+
 def _fetch(jars: JarSet, target: Path) -> None:
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -98,6 +148,7 @@ def main() -> None:
     """``python -m geokafka.infra.jars``: fetch every jar set (used by ./run)."""
     for jar_set in (KAFKA, SPARK_KAFKA):
         print(f"{jar_set.name} {jar_set.version}: {jar_dir(jar_set)}")
+    print(f"geokafka-spark: {sink_jar()}")
 
 
 if __name__ == "__main__":

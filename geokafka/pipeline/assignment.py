@@ -12,7 +12,6 @@ from geokafka.control.state_store import StateSnapshot
 from geokafka.control.topic_identity import Recreation, recreations, stored_topic_ids
 from geokafka.control.topic_sync import TopicPair
 from geokafka.errors import DataLossError
-from geokafka.pipeline.writer import transactional_id
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +145,12 @@ def plan_assignment(
             assignment.expected[key] = (committed, hint)
         assignment.starting[pair.source] = offsets
     return assignment
+
+
+def transactional_id(flow: str, topic: str, partition: int) -> str:
+    """The fixed transactional id of one source partition of a flow (the sink uses the same, see
+    ``jvm/.../SinkOptions.transactionalId``): a new writer fences every older one of the partition."""
+    return f"geokafka-{flow}-{topic}-{partition}"
 
 
 def fence_writers(flow_name: str, pairs: list[TopicPair], target: ClusterConnection) -> None:

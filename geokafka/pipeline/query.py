@@ -1,21 +1,24 @@
-"""The Spark Structured Streaming query of one flow: Kafka source -> exactly-once writer."""
+"""The Spark Structured Streaming query of one flow: Spark's Kafka source -> geokafka's sink.
+
+Records never pass through Python: the source frame (transforms are Spark SQL expressions) is
+written by the JVM sink ``writeStream.format("geokafka")`` (``jvm/``), which commits each source
+partition's records and progress record in one Kafka transaction on the target. The driver
+learns each epoch's commits from the sink's registry through py4j (:meth:`FlowQuery.poll`).
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import shutil
-import time
 import tempfile
+import uuid
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from geokafka.control.connection import ClusterConnection
 from geokafka.pipeline.assignment import Assignment
-from geokafka.pipeline.batch_guard import BatchGuard
-from geokafka.pipeline.writer import OUTPUT_SCHEMA, WriterSpec, write_batches
 from geokafka.topology.schema import Flow, Pipeline
 
 if TYPE_CHECKING:
@@ -29,7 +32,7 @@ BatchCallback = Callable[[int, list[dict[str, Any]]], None]
 
 def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Assignment, flow: Flow,
                  pipeline: Pipeline) -> DataFrame:
-    """The flow's source records with the columns the writer expects."""
+    """The flow's source records with the columns the sink expects."""
     reader = spark.readStream.format("kafka")
     for key, value in source.spark_options().items():
         reader = reader.option(key, value)
@@ -49,13 +52,13 @@ def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Ass
     columns = [f"{key_expr} AS key", f"{value_expr} AS value", "topic", "partition", "offset",
                "unix_millis(timestamp) AS ts", "headers"]
     if transform and transform.filter:
-        # Filtered records still advance progress, so the writer sees every row with a `keep` flag.
+        # Filtered records still advance progress, so the sink sees every row with a `keep` flag.
         columns.append(f"CAST(({transform.filter}) AS BOOLEAN) AS keep")
     return frame.selectExpr(*columns)
 
 
 class FlowQuery:
-    """A running query; each micro-batch is written by :func:`write_batches` on the executors."""
+    """A running query of one flow."""
 
     def __init__(
         self,
@@ -68,48 +71,57 @@ class FlowQuery:
         assignment: Assignment,
         topic_map: dict[str, str],
         on_batch: BatchCallback,
+        max_message_bytes: dict[str, int] | None = None,
     ) -> None:
         self.flow_name = flow_name
-        self.expected = dict(assignment.expected)
+        self._spark = spark
         self._on_batch = on_batch
-        self._write_tasks = pipeline.write_tasks
-        self._base_spec = WriterSpec(
-            flow=flow_name, source_cluster=flow.source, target_cluster=flow.target,
-            target_conf=target.librdkafka(), topic_map=topic_map, expected={}, producer_conf={},
-        )
+        self._key = f"{flow_name}-{uuid.uuid4().hex[:8]}"
         checkpoints = Path(pipeline.state_dir) / "spark-checkpoints"
         checkpoints.mkdir(parents=True, exist_ok=True)
         # Resume positions come from the target's state topic, so each query starts a fresh checkpoint.
         self._checkpoint = tempfile.mkdtemp(prefix=f"{flow_name}-", dir=checkpoints)
         frame = source_frame(spark, source, assignment, flow, pipeline)
-        self._guard = BatchGuard(self._write_batch)
-        writer = frame.writeStream.queryName(f"geokafka-{flow_name}").foreachBatch(self._guard)
+        # Few tasks, each writing several source partitions: a Spark task has a fixed cost,
+        # far more than a partition's transaction; coalescing keeps each partition's rows
+        # contiguous and in offset order.
+        tasks = pipeline.write_tasks or spark.sparkContext.defaultParallelism
+        if tasks < len(assignment.expected) or not assignment.expected:
+            frame = frame.coalesce(max(1, tasks))
+        options = {
+            "flow": flow_name, "source_cluster": flow.source, "target_cluster": flow.target,
+            "query_key": self._key, "target_config": json.dumps(target.java_client()),
+            "producer_config": json.dumps(pipeline.producer_config), "topic_map": json.dumps(topic_map),
+            "expected": json.dumps({k: [n, h] for k, (n, h) in assignment.expected.items()}),
+            "commit_interval_ms": str(pipeline.commit_interval_ms),
+            "max_message_bytes": json.dumps(max_message_bytes or {}),
+        }
+        writer = frame.writeStream.queryName(f"geokafka-{flow_name}").format("geokafka")
+        for key, value in options.items():
+            writer = writer.option(key, value)
         writer = writer.option("checkpointLocation", self._checkpoint)
         self.query: StreamingQuery = writer.trigger(processingTime=f"{pipeline.trigger_ms} milliseconds").start()
 
-    def _write_batch(self, batch: DataFrame, batch_id: int) -> None:
-        started = time.monotonic()
-        spec = WriterSpec(**{**self._base_spec.__dict__, "expected": dict(self.expected)})
-        # Few tasks, each writing several source partitions: a Spark task costs a fixed ~0.3 s
-        # here (Arrow stream, Python worker round trip, scheduling), far more than a partition's
-        # transaction; coalescing keeps each partition's rows contiguous and in offset order.
-        tasks = self._write_tasks or batch.sparkSession.sparkContext.defaultParallelism
-        frame = batch.coalesce(tasks).mapInArrow(partial(write_batches, spec), OUTPUT_SCHEMA)
-        rows = [row.asDict() for row in frame.collect()]
-        log.debug("flow %s: batch %d wrote %d records in %.2fs", self.flow_name, batch_id,
-                  sum(r["written"] for r in rows), time.monotonic() - started)
-        for row in rows:
-            key = f"{row['topic']}/{row['partition']}"
-            hint = row["state_offset"] if row["state_offset"] >= 0 else self.expected.get(key, (-1, 0))[1]
-            self.expected[key] = (row["next_offset"], hint)
-        self._on_batch(batch_id, rows)
+    def _registry(self) -> Any:
+        return self._spark.sparkContext._jvm.io.geokafka.spark.SinkRegistry  # type: ignore[union-attr]
 
-    def exception(self) -> str | None:
-        """The query's failure, as text, if it has failed (a failed batch's whole text)."""
-        exc = self.query.exception()
-        if exc is None:
+    def poll(self) -> int:
+        """Hand every epoch committed since the last poll to ``on_batch``; returns how many."""
+        epochs = json.loads(self._registry().drain(self._key))
+        for epoch in epochs:
+            self._on_batch(int(epoch["epoch"]), epoch["partitions"])
+        return len(epochs)
+
+    def failure(self) -> tuple[Any, dict[str, Any] | None] | None:
+        """The query's failure: (the Java exception, the sink's typed failure in its causes or None)."""
+        # PySpark's exception() keeps only the message and the cause, not the Java exception
+        # itself: read it from the JVM query, the cause chain is walked there.
+        found = self.query._jsq.exception()
+        if not found.isDefined():
             return None
-        return self._guard.failure or str(exc)
+        origin = found.get()
+        sink = self._registry().sinkFailure(origin)
+        return origin, (dict(sink) if sink is not None else None)
 
     @property
     def active(self) -> bool:
@@ -117,14 +129,19 @@ class FlowQuery:
         return bool(self.query.isActive)
 
     def stop(self) -> None:
-        """Stop the query; an interrupted batch's transactions are never committed.
+        """Stop the query; a task interrupted mid-way aborts its open transactions.
 
         A query stuck on a dead cluster may not stop within spark.sql.streaming.stopTimeout;
         it is then abandoned (its writers are fenced by the next start or by failover).
         """
         try:
+            self.poll()
             self.query.stop()
         except Exception as exc:  # noqa: BLE001 - a stuck query must not stall the runner
             log.warning("flow %s: query did not stop cleanly: %s", self.flow_name, str(exc).splitlines()[0][:200])
         finally:
+            try:
+                self._registry().forget(self._key)
+            except Exception:  # noqa: BLE001 - the JVM may be gone at exit
+                pass
             shutil.rmtree(self._checkpoint, ignore_errors=True)

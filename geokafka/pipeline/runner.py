@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import socket
 import time
 from collections import deque
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from geokafka import errors
 from geokafka.control.admin import ClusterAdmin
-from geokafka.control.connection import connection, redact
+from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
 from geokafka.control.rpo import RATE_WINDOW, Observation, observation_key, peak_rate
 from geokafka.control.topic_identity import encode as encode_topic_id
@@ -37,6 +36,7 @@ from geokafka.control.state_store import (
 from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
 from geokafka.pipeline.assignment import Assignment, data_loss_error, fence_writers, find_gaps, plan_assignment
+from geokafka.pipeline.failures import classify
 from geokafka.pipeline.query import FlowQuery
 from geokafka.topology.schema import Topology
 
@@ -44,31 +44,6 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-
-FATAL = (
-    errors.DataLossError, errors.RecordTooLargeError, errors.AuthError, errors.PartitionMismatchError,
-    errors.FlowStateError, errors.TopologyError, errors.MissingTopicError,
-)
-_WORKER_ERROR = re.compile(r"geokafka\.errors\.(\w+): (.+)")
-_SPARK_DATA_LOSS = re.compile(r"(Cannot fetch offset \d+.*?TopicPartition: [^)\s]+|[^\n]*data may have been lost[^\n]*)")
-
-
-def classify_failure(text: str) -> errors.GeokafkaError:
-    """Turn a failed query's exception text into the geokafka error it stands for (secrets redacted)."""
-    text = redact(text)
-    match = _WORKER_ERROR.search(text)
-    if match:
-        cls = getattr(errors, match.group(1), errors.KafkaOperationError)
-        return cls(match.group(2).strip())
-    loss = _SPARK_DATA_LOSS.search(text)
-    if loss:
-        return errors.DataLossError(f"source records are gone before they were replicated: {loss.group(1).strip()}")
-    if "Python worker exited unexpectedly" in text:
-        return errors.KafkaOperationError("a Spark Python worker crashed during a batch; its transactions were aborted")
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    detail = next((line for line in reversed(lines) if re.search(r"(Error|Exception): ", line)), None)
-    return errors.KafkaOperationError((detail or (lines[0] if lines else "query failed"))[:300])
-
 
 @dataclass
 class PartitionProgress:
@@ -105,6 +80,7 @@ class FlowRunner:
     _offset_index: Any = None
     _ever_started: bool = False
     _prepared: Assignment | None = None
+    _max_message_bytes: dict[str, int] = field(default_factory=dict)
     _topic_ids: dict[str, str] = field(default_factory=dict)
     _next_identity_check: float = 0.0
     _held_groups: list[tuple[str, str, int, str]] = field(default_factory=list)
@@ -152,6 +128,7 @@ class FlowRunner:
             self.name, self.flow.start, self.flow.skip_gaps, self._pairs, self.source_admin, state
         )
         self._record_topic_ids(assignment, state)
+        self._max_message_bytes = self.target_admin.max_message_bytes([p.target for p in self._pairs])
         self._prepared = assignment
 
     def _record_topic_ids(self, assignment: Assignment, state: StateSnapshot) -> None:
@@ -191,7 +168,7 @@ class FlowRunner:
         if self._pairs:
             self._query = FlowQuery(
                 self.spark, self.name, self.flow, self.topology.pipeline, self.source, self.target, assignment,
-                {p.source: p.target for p in self._pairs}, self._record_batch,
+                {p.source: p.target for p in self._pairs}, self._record_batch, self._max_message_bytes,
             )
         now = time.monotonic()
         self._next_refresh = now + self._refresh_interval()
@@ -231,8 +208,10 @@ class FlowRunner:
         self._heartbeat()  # first: it notices a failover made elsewhere
         if self.status != "running":
             return
+        if self._query is not None:
+            self._query.poll()
         if self._query is not None and not self._query.active:
-            failure = classify_failure(self._query.exception() or "query stopped")
+            failure = self._query_failure()
             self._query.stop()
             self._query = None
             if isinstance(failure, errors.DataLossError):
@@ -301,10 +280,21 @@ class FlowRunner:
     def _start_failed(self, exc: errors.GeokafkaError) -> None:
         if isinstance(exc, errors.FlowFailedOverError):
             self._failed_over_elsewhere()
-        elif isinstance(exc, FATAL):
+        elif not exc.retriable:
             self._fail(exc)
         else:
             self._schedule_retry(exc)
+
+    def _query_failure(self) -> errors.GeokafkaError:
+        """Why the query stopped (see :mod:`geokafka.pipeline.failures`)."""
+        assert self._query is not None
+        found = self._query.failure()
+        if found is None:
+            return errors.KafkaOperationError(f"flow {self.name}: the query stopped")
+        java_exception, sink = found
+        if not hasattr(java_exception, "getCause"):  # a Python-side failure
+            return errors.KafkaOperationError(str(java_exception).splitlines()[0][:300])
+        return classify(java_exception, sink, self.spark.sparkContext._jvm)  # type: ignore[union-attr]
 
     def _restart(self) -> None:
         if self._query is not None:
@@ -315,7 +305,7 @@ class FlowRunner:
         self._try_start()
 
     def _handle_failure(self, failure: errors.GeokafkaError) -> None:
-        if isinstance(failure, FATAL):
+        if not failure.retriable:
             self._fail(failure)
         else:
             self.restarts += 1

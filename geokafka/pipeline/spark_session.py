@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from pathlib import Path
 
-from geokafka.infra.jars import spark_kafka_jars
+from geokafka.infra.jars import sink_jar, spark_kafka_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -19,10 +19,6 @@ _DEFAULTS = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-    "spark.python.worker.reuse": "true",
-    # Workers import pyspark from the installed package: see spark_daemon.py for the why.
-    "spark.python.daemon.module": "geokafka.pipeline.spark_daemon",
-    "spark.sql.execution.arrow.maxRecordsPerBatch": "4000",
     "spark.driver.memory": "2g",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     # One Spark task per Kafka partition: the writer fences zombies per source partition.
@@ -33,8 +29,8 @@ _DEFAULTS = {
 
 
 def driver_classpath() -> list[Path]:
-    """The jars geokafka adds to Spark's own (the Kafka connector and its client)."""
-    return spark_kafka_jars()
+    """The jars geokafka adds to Spark's own: the Kafka connector and its client, and geokafka's sink."""
+    return [*spark_kafka_jars(), sink_jar()]
 
 
 def is_local(master: str) -> bool:

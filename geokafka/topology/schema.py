@@ -202,6 +202,12 @@ class Pipeline(_Model):
     write_tasks: int = Field(0, ge=0, le=10_000, description=(
         "Spark tasks that write one batch: 0 = one per core of the Spark application, the source "
         "partitions coalesced into them; N = at most N (N >= partitions: one task per partition)"))
+    commit_interval_ms: int = Field(100, ge=10, le=600_000, description=(
+        "the writer commits each source partition's open transaction (with its progress) at least this often, "
+        "so read_committed consumers of the target see records within about this long, whatever the batch size"))
+    producer_config: dict[str, str] = Field(default_factory=dict, description=(
+        "Java producer settings of the writer (e.g. compression.type, linger.ms); transactional settings are "
+        "geokafka's"))
     topic_refresh_s: float = Field(30.0, gt=0, le=3600, description="how often topic selection is re-evaluated")
     spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark configuration")
 

@@ -1,4 +1,9 @@
-"""Exactly-once effect across crashes: kill -9 the pipeline 20 times during a 200k-record stream."""
+"""Exactly-once effect across crashes: kill -9 the pipeline 20 times during a 200k-record stream.
+
+The mirror runs on a Spark cluster of its own (``local-cluster``: a master, a worker and two
+executor JVMs under the mirror process), so both halves are killed for real: the whole process
+group (driver, worker, executors) 5 times, and one executor JVM, in the middle of writing, 15 times.
+"""
 
 from __future__ import annotations
 
@@ -41,22 +46,22 @@ def _descendants(pid: int) -> list[int]:
     return out
 
 
-DAEMON = b"geokafka.pipeline.spark_daemon"
+EXECUTOR = b"org.apache.spark.executor.CoarseGrainedExecutorBackend"
+# a Spark cluster of its own under the mirror process: two executor JVMs the test can kill, which
+# Spark's worker replaces, as a standalone or Kubernetes cluster would
+MASTER = "local-cluster[2,1,1024]"
 
 
-def _python_workers(root: int) -> list[int]:
-    """Spark's Python worker processes under the mirror process (its executors' Python side)."""
-    workers = []
+def _executors(root: int) -> list[int]:
+    """The Spark executor JVMs under the mirror process (they write the batches to the target)."""
+    out = []
     for pid in _descendants(root):
         try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            parent_cmd = Path(f"/proc/{int(Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[1])}/cmdline").read_bytes()
-        except (OSError, ValueError, IndexError):
+            if EXECUTOR in Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.append(pid)
+        except OSError:
             continue
-        # forked by the daemon (geokafka's, see pipeline/spark_daemon.py), not the daemon itself
-        if DAEMON in cmd and DAEMON in parent_cmd:
-            workers.append(pid)
-    return workers
+    return out
 
 
 def _start_mirror(topology_file: Path, log: Path) -> subprocess.Popen:
@@ -77,6 +82,7 @@ def test_twenty_kill_minus_nine_lose_nothing_duplicate_nothing(base_topology, ea
     topic = unique("crash")
     create_topic(east, topic, partitions=PARTITIONS, rf=3)
     topology = with_flows(base_topology, crash={"source": "east", "target": "west", "topics": [topic]})
+    topology = topology.model_copy(update={"pipeline": topology.pipeline.model_copy(update={"master": MASTER})})
     data = topology.model_dump(mode="json", exclude_none=True)
     topology_file = tmp_path / "crash.yaml"
     topology_file.write_text(yaml.safe_dump(data))
@@ -99,19 +105,19 @@ def test_twenty_kill_minus_nine_lose_nothing_duplicate_nothing(base_topology, ea
     kills = {"driver": 0, "executor": 0}
     try:
         for n in range(20):
-            if n % 4 == 0:  # 5 whole-pipeline kills (driver JVM and workers with it), at any moment
+            if n % 4 == 0:  # 5 whole-pipeline kills (driver, worker and executor JVMs), at any moment
                 time.sleep(rng.uniform(2.0, 14.0))
                 _kill_group(proc)
                 kills["driver"] += 1
                 proc = _start_mirror(topology_file, log)
-            else:  # 15 executor kills: the Python workers writing the batch
-                workers = wait_for(lambda: _python_workers(proc.pid), 120, "Spark Python workers")
-                time.sleep(rng.uniform(0.2, 2.5))
-                for pid in _python_workers(proc.pid) or workers:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+            else:  # 15 executor kills: one of the JVMs writing the batches, which Spark replaces
+                wait_for(lambda: len(_executors(proc.pid)) == 2, 180, "two Spark executor JVMs")
+                time.sleep(rng.uniform(0.5, 5.0))
+                victims = _executors(proc.pid)
+                try:
+                    os.kill(rng.choice(victims), signal.SIGKILL)
+                except (ProcessLookupError, IndexError):
+                    continue
                 kills["executor"] += 1
         producer.join(300)
         assert not producer.is_alive()

@@ -17,7 +17,7 @@ from geokafka.control.admin import raise_mapped, refusal_of
 from geokafka.control.connection import REDACTED, ClusterConnection, connection, redact
 from geokafka.errors import AuthError, ClusterUnreachableError, GeokafkaError, KafkaOperationError
 from geokafka.operations.status import FlowStatus, StatusReport, mirror_details
-from geokafka.pipeline.runner import classify_failure
+from geokafka.pipeline.failures import failure_error
 from geokafka.topology import Topology, parse_topology
 
 SECRET = 'Rdct-"s3cr3t"\\pw'
@@ -89,7 +89,7 @@ def test_a_failed_spark_query_is_reported_without_the_secret(east: ClusterConnec
         f"Caused by: org.apache.kafka.common.KafkaException: bad option sasl.jaas.config={jaas}\n"
         f"Caused by: java.lang.IllegalArgumentException: Value not specified for key 'password {SECRET}'\n"
     )
-    error = classify_failure(java)
+    error = failure_error(None, None, False, java)
     assert isinstance(error, KafkaOperationError)
     assert SECRET not in str(error) and JAAS_FORM not in str(error)
     assert REDACTED in str(error)

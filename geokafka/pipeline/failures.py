@@ -1,0 +1,76 @@
+"""Why a flow's query stopped, as the geokafka error it stands for: decided by type, never by text.
+
+The sink (``jvm/``) fails with a typed ``SinkException`` (a kind and the Kafka error code),
+Spark's Kafka source with an error condition (``KAFKA_DATA_LOSS.*`` when source records are
+gone), Kafka's client with its exception classes. The Java exception's cause chain is walked
+through py4j to find them; the message shown is the one of the exception found, secrets redacted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geokafka import errors
+from geokafka.control.connection import redact
+
+_SINK_KINDS: dict[str, type[errors.GeokafkaError]] = {
+    "RECORD_TOO_LARGE": errors.RecordTooLargeError,
+    "AUTH": errors.AuthError,
+    "FENCED": errors.KafkaOperationError,
+    "KAFKA": errors.KafkaOperationError,
+}
+_AUTH_CLASSES = (
+    "org.apache.kafka.common.errors.AuthenticationException",
+    "org.apache.kafka.common.errors.AuthorizationException",
+)
+
+
+def failure_error(sink: dict[str, Any] | None, condition: str | None, auth: bool, message: str) -> errors.GeokafkaError:
+    """The geokafka error for a stopped query (pure): the sink's own failure first, then Spark's
+    data-loss condition, then a refused login or permission, else a Kafka failure worth a retry."""
+    if sink is not None:
+        cls = _SINK_KINDS.get(str(sink.get("kind")), errors.KafkaOperationError)
+        code = int(sink.get("kafka_code", -1))
+        return cls(redact(str(sink.get("message", "")))[:500], kafka_code=None if code < 0 else code)
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    first = lines[0] if lines else "query stopped"
+    causes = [line for line in lines[1:] if line.startswith("Caused by:")]
+    if causes:  # the root cause says what really happened
+        first = f"{first[:200]} ({causes[-1][:300]})"
+    if condition is not None and condition.startswith("KAFKA_DATA_LOSS"):
+        return errors.DataLossError(f"source records are gone before they were replicated: {redact(first)[:400]}")
+    if auth:
+        return errors.AuthError(redact(first)[:400])
+    return errors.KafkaOperationError(redact(first)[:400])
+
+
+def classify(java_exception: Any, sink: dict[str, Any] | None, jvm: Any) -> errors.GeokafkaError:
+    """Walk ``java_exception``'s causes (py4j) for Spark's error condition and Kafka's auth classes."""
+    condition: str | None = None
+    auth = False
+    lines = [str(java_exception.toString())]
+    auth_classes = []
+    for name in _AUTH_CLASSES:
+        try:
+            auth_classes.append(jvm.java.lang.Class.forName(name))
+        except Exception:  # noqa: BLE001 - the Kafka client is not on this JVM's class path
+            continue
+    seen = 0
+    cause = java_exception
+    while cause is not None and seen < 20:
+        seen += 1
+        if condition is None:
+            try:
+                found = cause.getCondition()
+                condition = str(found) if found is not None else None
+            except Exception:  # noqa: BLE001 - not a SparkThrowable
+                pass
+        if any(cls.isInstance(cause) for cls in auth_classes):
+            auth = True
+        if seen > 1:
+            lines.append(f"Caused by: {cause.toString()}")
+        nxt = cause.getCause()
+        if nxt is None or nxt.equals(cause):
+            break
+        cause = nxt
+    return failure_error(sink, condition, auth, "\n".join(lines))

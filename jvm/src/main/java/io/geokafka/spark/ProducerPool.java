@@ -1,0 +1,85 @@
+package io.geokafka.spark;
+
+import java.util.Properties;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * Transactional producers kept in this JVM between tasks, one per transactional id, with the next
+ * source offset they last committed. A task may reuse one only while it is still the owner (its
+ * committed next is what the driver expects); anything else starts a new producer, whose
+ * {@code initTransactions} fences every older writer of the id.
+ */
+final class ProducerPool {
+    /** What geokafka sets; the flow's producer settings override all but the transactional ones. */
+    static final String DEFAULT_COMPRESSION = "none";
+    static final Properties DEFAULTS = new Properties();
+
+    static {
+        DEFAULTS.put("acks", "all");
+        DEFAULTS.put("enable.idempotence", "true");
+        DEFAULTS.put("linger.ms", "5");
+        DEFAULTS.put("batch.size", "524288");
+        DEFAULTS.put("buffer.memory", "67108864");
+        DEFAULTS.put("max.request.size", "1000000000");  // the target topic's max.message.bytes decides
+        DEFAULTS.put("transaction.timeout.ms", "30000");
+        DEFAULTS.put("delivery.timeout.ms", "120000");
+        DEFAULTS.put("compression.type", DEFAULT_COMPRESSION);
+    }
+
+    record Session(KafkaProducer<byte[], byte[]> producer, long committedNext) {}
+
+    private static final ConcurrentHashMap<String, Session> SESSIONS = new ConcurrentHashMap<>();
+
+    private ProducerPool() {}
+
+    /** The cached session of ``txnId`` if its committed next is ``expectedNext``; removed from the pool either way. */
+    static Session take(String txnId, long expectedNext) {
+        Session cached = SESSIONS.remove(txnId);
+        if (cached == null) {
+            return null;
+        }
+        if (cached.committedNext() == expectedNext) {
+            return cached;
+        }
+        closeQuietly(cached.producer());
+        return null;
+    }
+
+    /** Keep a producer that just committed up to ``committedNext``. */
+    static void give(String txnId, KafkaProducer<byte[], byte[]> producer, long committedNext) {
+        Session old = SESSIONS.put(txnId, new Session(producer, committedNext));
+        if (old != null && old.producer() != producer) {
+            closeQuietly(old.producer());
+        }
+    }
+
+    /** A new producer for ``txnId``, transactions initialised: older writers of the id are fenced. */
+    static KafkaProducer<byte[], byte[]> open(SinkOptions options, String txnId) {
+        Properties props = new Properties();
+        props.putAll(DEFAULTS);
+        props.putAll(options.targetConfig);
+        props.putAll(options.producerConfig);
+        props.put("transactional.id", txnId);
+        props.put("enable.idempotence", "true");
+        props.put("acks", "all");
+        KafkaProducer<byte[], byte[]> producer =
+                new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
+        try {
+            producer.initTransactions();
+        } catch (RuntimeException e) {
+            closeQuietly(producer);
+            throw SinkErrors.of(e, "initialising the transactional id " + txnId + " on " + options.targetCluster);
+        }
+        return producer;
+    }
+
+    static void closeQuietly(KafkaProducer<byte[], byte[]> producer) {
+        try {
+            producer.close(java.time.Duration.ZERO);
+        } catch (RuntimeException ignored) {
+            // a fenced or broken producer: nothing more to do with it
+        }
+    }
+}

@@ -1,0 +1,54 @@
+package io.geokafka.spark;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+
+/**
+ * The headers a replicated record gets: the user's, {@code gk.origin} (the cluster it was first
+ * produced in, kept from an earlier hop) and {@code gk.src} (its coordinates on this hop's source,
+ * replaced at every hop). A record whose origin is the target started there and must not go back.
+ */
+final class Provenance {
+    static final String ORIGIN = "gk.origin";
+    static final String SOURCE = "gk.src";
+
+    private final byte[] sourceCluster;
+    private final byte[] targetCluster;
+    private final String srcPrefix;
+
+    Provenance(String sourceCluster, String targetCluster, String topic, int partition) {
+        this.sourceCluster = sourceCluster.getBytes(StandardCharsets.UTF_8);
+        this.targetCluster = targetCluster.getBytes(StandardCharsets.UTF_8);
+        this.srcPrefix = sourceCluster + "/" + topic + "/" + partition + "/";
+    }
+
+    /** The record's headers on the target, or null when it must not be sent there (a cycle). */
+    RecordHeaders headers(ArrayData userHeaders, long offset) {
+        RecordHeaders out = new RecordHeaders();
+        byte[] origin = null;
+        int n = userHeaders == null ? 0 : userHeaders.numElements();
+        for (int i = 0; i < n; i++) {
+            InternalRow h = userHeaders.getStruct(i, 2);
+            String name = h.getUTF8String(0).toString();
+            if (SOURCE.equals(name)) {
+                continue;
+            }
+            byte[] value = h.isNullAt(1) ? null : h.getBinary(1);
+            if (ORIGIN.equals(name)) {
+                origin = value;
+            }
+            out.add(new RecordHeader(name, value));
+        }
+        if (origin == null) {
+            out.add(new RecordHeader(ORIGIN, sourceCluster));
+        } else if (Arrays.equals(origin, targetCluster)) {
+            return null;
+        }
+        out.add(new RecordHeader(SOURCE, (srcPrefix + offset).getBytes(StandardCharsets.UTF_8)));
+        return out;
+    }
+}

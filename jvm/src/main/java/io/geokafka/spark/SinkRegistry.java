@@ -1,0 +1,70 @@
+package io.geokafka.spark;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * What each query's writes did, kept on the driver for the Python runner (read through py4j):
+ * {@link #drain} returns the epochs committed since the last call, as JSON.
+ */
+public final class SinkRegistry {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Map<String, List<Map<String, Object>>> PENDING = new ConcurrentHashMap<>();
+
+    private SinkRegistry() {}
+
+    static void record(String queryKey, long epochId, List<Map<String, Object>> summaries) {
+        Map<String, Object> epoch = new LinkedHashMap<>();
+        epoch.put("epoch", epochId);
+        epoch.put("partitions", summaries);
+        PENDING.computeIfAbsent(queryKey, k -> new ArrayList<>());
+        synchronized (PENDING.get(queryKey)) {
+            PENDING.get(queryKey).add(epoch);
+        }
+    }
+
+    /** The epochs of ``queryKey`` committed since the last drain, oldest first, as a JSON list. */
+    public static String drain(String queryKey) throws JsonProcessingException {
+        List<Map<String, Object>> epochs = PENDING.get(queryKey);
+        if (epochs == null) {
+            return "[]";
+        }
+        List<Map<String, Object>> out;
+        synchronized (epochs) {
+            out = new ArrayList<>(epochs);
+            epochs.clear();
+        }
+        return JSON.writeValueAsString(out);
+    }
+
+    /** Forget a query (it stopped). */
+    public static void forget(String queryKey) {
+        PENDING.remove(queryKey);
+    }
+
+    /**
+     * The sink's own failure in ``error``'s cause chain, as {kind, kafka_code, retriable, message},
+     * or null: how the Python driver tells a sink failure's class without reading its message.
+     */
+    public static Map<String, Object> sinkFailure(Throwable error) {
+        for (Throwable t = error; t != null; t = t.getCause()) {
+            if (t instanceof SinkException s) {
+                Map<String, Object> out = new LinkedHashMap<>();
+                out.put("kind", s.kind());
+                out.put("kafka_code", s.kafkaCode());
+                out.put("retriable", s.retriable());
+                out.put("message", s.getMessage());
+                return out;
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return null;
+    }
+}

@@ -1,0 +1,72 @@
+package io.geokafka.spark;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
+import org.apache.spark.sql.connector.write.Write;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory;
+import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
+import org.apache.spark.sql.types.StructType;
+
+/**
+ * The driver side of one query's writes: hands each epoch the next offsets it expects per source
+ * partition, and learns the new ones from the epoch's commit messages. Tasks commit their own Kafka
+ * transactions; {@link #commit} only records what they did (and tells {@link SinkRegistry}).
+ */
+final class SinkWrite implements Write, StreamingWrite {
+    private final SinkOptions options;
+    private final StructType schema;
+    private final Map<String, long[]> expected;
+
+    SinkWrite(SinkOptions options, StructType schema) {
+        this.options = options;
+        this.schema = schema;
+        this.expected = new HashMap<>(options.expected);
+    }
+
+    @Override
+    public String description() {
+        return "geokafka exactly-once writer of flow " + options.flow;
+    }
+
+    @Override
+    public StreamingWrite toStreaming() {
+        return this;
+    }
+
+    @Override
+    public synchronized StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
+        return new WriterFactory(options.withExpected(expected), schema);
+    }
+
+    @Override
+    public boolean useCommitCoordinator() {
+        return false;  // every task commits its own transactions; there is nothing to coordinate
+    }
+
+    @Override
+    public synchronized void commit(long epochId, WriterCommitMessage[] messages) {
+        List<Map<String, Object>> all = new ArrayList<>();
+        for (WriterCommitMessage message : messages) {
+            if (message instanceof CommitMessage m) {
+                for (Map<String, Object> s : m.summaries()) {
+                    String key = s.get("topic") + "/" + s.get("partition");
+                    long next = ((Number) s.get("next_offset")).longValue();
+                    long stateOffset = ((Number) s.get("state_offset")).longValue();
+                    long[] before = expected.getOrDefault(key, new long[] {-1, 0});
+                    expected.put(key, new long[] {next, stateOffset >= 0 ? stateOffset : before[1]});
+                    all.add(s);
+                }
+            }
+        }
+        SinkRegistry.record(options.queryKey, epochId, all);
+    }
+
+    @Override
+    public void abort(long epochId, WriterCommitMessage[] messages) {
+        // tasks abort their own open transactions; committed ones stay committed and are read back
+    }
+}

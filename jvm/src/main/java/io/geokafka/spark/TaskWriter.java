@@ -1,0 +1,128 @@
+package io.geokafka.spark;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.apache.spark.TaskContext;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.write.DataWriter;
+import org.apache.spark.sql.connector.write.WriterCommitMessage;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * Writes one task's rows: each source partition through its own {@link PartitionTransaction},
+ * committed every {@code commit_interval_ms} (records become visible to read_committed consumers
+ * within about that long, whatever the batch size) and at the end of the task.
+ */
+final class TaskWriter implements DataWriter<InternalRow> {
+    /** Commits of several partitions run side by side: each is a round trip to its coordinator. */
+    private static final ExecutorService COMMITTERS = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "geokafka-commit");
+        t.setDaemon(true);
+        return t;
+    });
+
+    private final SinkOptions options;
+    private final boolean retry;
+    private final int key;
+    private final int value;
+    private final int topic;
+    private final int partition;
+    private final int offset;
+    private final int ts;
+    private final int headers;
+    private final int keep;
+    private final long commitIntervalNanos;
+    private final Map<String, PartitionTransaction> partitions = new LinkedHashMap<>();
+    private PartitionTransaction current;
+    private UTF8String currentTopic;
+    private int currentPartition = -1;
+    private long lastCommit = System.nanoTime();
+
+    TaskWriter(SinkOptions options, StructType schema) {
+        this.options = options;
+        TaskContext task = TaskContext.get();
+        // A write stage is never resubmitted as a whole, so the attempt number tells every retry.
+        this.retry = task == null || task.attemptNumber() > 0;
+        key = schema.fieldIndex("key");
+        value = schema.fieldIndex("value");
+        topic = schema.fieldIndex("topic");
+        partition = schema.fieldIndex("partition");
+        offset = schema.fieldIndex("offset");
+        ts = schema.fieldIndex("ts");
+        headers = schema.fieldIndex("headers");
+        keep = java.util.Arrays.asList(schema.fieldNames()).contains("keep") ? schema.fieldIndex("keep") : -1;
+        commitIntervalNanos = options.commitIntervalMs * 1_000_000L;
+    }
+
+    @Override
+    public void write(InternalRow row) {
+        UTF8String t = row.getUTF8String(topic);
+        int p = row.getInt(partition);
+        if (current == null || p != currentPartition || !t.equals(currentTopic)) {
+            String name = t.toString();
+            current = partitions.computeIfAbsent(name + "/" + p, k -> new PartitionTransaction(options, name, p, retry));
+            currentTopic = t.clone();
+            currentPartition = p;
+        }
+        boolean kept = keep < 0 || row.isNullAt(keep) || row.getBoolean(keep);
+        current.write(row.getLong(offset), row.isNullAt(key) ? null : row.getBinary(key),
+                row.isNullAt(value) ? null : row.getBinary(value), row.isNullAt(ts) ? -1 : row.getLong(ts),
+                row.isNullAt(headers) ? null : row.getArray(headers), kept);
+        if (System.nanoTime() - lastCommit >= commitIntervalNanos) {
+            commitAll();
+        }
+    }
+
+    @Override
+    public WriterCommitMessage commit() {
+        commitAll();
+        List<Map<String, Object>> summaries = new ArrayList<>();
+        for (PartitionTransaction txn : partitions.values()) {
+            txn.release();
+            summaries.add(txn.summary());
+        }
+        partitions.clear();
+        return new CommitMessage(summaries);
+    }
+
+    @Override
+    public void abort() {
+        for (PartitionTransaction txn : partitions.values()) {
+            txn.abort();  // never leave a transaction open behind a failed task
+        }
+        partitions.clear();
+    }
+
+    @Override
+    public void close() {
+        // producers are released to the pool on commit and closed on abort
+    }
+
+    private void commitAll() {
+        List<PartitionTransaction> dirty = new ArrayList<>();
+        for (PartitionTransaction txn : partitions.values()) {
+            if (txn.dirty()) {
+                dirty.add(txn);
+            }
+        }
+        if (dirty.size() == 1) {
+            dirty.get(0).commit();
+        } else if (!dirty.isEmpty()) {
+            CompletableFuture<?>[] all = dirty.stream()
+                    .map(txn -> CompletableFuture.runAsync(txn::commit, COMMITTERS))
+                    .toArray(CompletableFuture[]::new);
+            try {
+                CompletableFuture.allOf(all).join();
+            } catch (java.util.concurrent.CompletionException e) {
+                throw e.getCause() instanceof RuntimeException r ? r : e;
+            }
+        }
+        lastCommit = System.nanoTime();
+    }
+}
