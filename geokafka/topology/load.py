@@ -117,7 +117,7 @@ def _first_duplicate_key(
 def _first_error(exc: ValidationError, node: yaml.Node | None, source: str) -> str:
     errors = exc.errors()
     first = errors[0]
-    key_path = tuple(str(part) for part in first["loc"])
+    key_path = tuple(str(part) for part in first["loc"] if part != "[key]")
     message = first["msg"].removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         message = "unknown key"

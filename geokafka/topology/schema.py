@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from geokafka.errors import TopologyError
 
@@ -30,6 +30,30 @@ def _check_regexes(patterns: list[str]) -> list[str]:
         except re.error as exc:
             raise ValueError(f"regex {pattern!r} does not compile: {exc}") from exc
     return patterns
+
+
+# Keys of Kafka (Java and librdkafka), Spark and broker settings whose values are secrets: they
+# are never plain values in the topology, not even in the free-form maps.
+_SECRET_KEY = re.compile(r"password|secret|jaas|credential|keystore\.key|ssl\.key\.pem|private[._]?key"
+                         r"|oauthbearer\.config", re.IGNORECASE)
+_NOT_SECRET_KEY = re.compile(r"^password\.encoder\.(cipher\.algorithm|iterations|key\.length|keyfactory\.algorithm)$")
+
+
+def _not_a_secret_key(key: str) -> str:
+    if _SECRET_KEY.search(key) and not _NOT_SECRET_KEY.match(key):
+        raise ValueError("holds a secret, which is never a plain value in the topology: give it in the "
+                         "cluster's security block, by reference ({env: VAR} or {file: PATH})")
+    return key
+
+
+def _not_a_secret_value(value: str) -> str:
+    if "loginmodule" in value.lower():
+        raise ValueError("a JAAS login module line holds credentials: give them in the cluster's security block")
+    return value
+
+
+ConfigMap = dict[Annotated[str, AfterValidator(_not_a_secret_key)], Annotated[str, AfterValidator(_not_a_secret_value)]]
+"""A free-form settings map (client, broker, producer, Spark): anything but secrets."""
 
 
 class SecretRef(_Model):
@@ -86,7 +110,7 @@ class LocalCluster(_Model):
     port: Port | None = Field(None, description="port of broker 0 (default: the bootstrap port); broker i uses port+i")
     controller_port: Port | None = Field(None, description="port of controller 0 (default: port+100)")
     heap_mb: int = Field(384, ge=128, le=8192, description="JVM heap of each process")
-    broker_config: dict[str, str] = Field(default_factory=dict, description="extra server.properties entries")
+    broker_config: ConfigMap = Field(default_factory=dict, description="extra server.properties entries")
 
     @model_validator(mode="after")
     def _racks_match(self) -> LocalCluster:
@@ -112,7 +136,7 @@ class Cluster(_Model):
     security: Security = Field(
         default_factory=Security, description="how clients connect; a local cluster's brokers listen the same way"
     )
-    client_config: dict[str, str] = Field(default_factory=dict, description="extra librdkafka settings")
+    client_config: ConfigMap = Field(default_factory=dict, description="extra librdkafka settings")
 
     @field_validator("bootstrap")
     @classmethod
@@ -205,11 +229,11 @@ class Pipeline(_Model):
     commit_interval_ms: int = Field(100, ge=10, le=600_000, description=(
         "the writer commits each source partition's open transaction (with its progress) at least this often, "
         "so read_committed consumers of the target see records within about this long, whatever the batch size"))
-    producer_config: dict[str, str] = Field(default_factory=dict, description=(
+    producer_config: ConfigMap = Field(default_factory=dict, description=(
         "Java producer settings of the writer (e.g. compression.type, linger.ms); transactional settings are "
         "geokafka's"))
     topic_refresh_s: float = Field(30.0, gt=0, le=3600, description="how often topic selection is re-evaluated")
-    spark_conf: dict[str, str] = Field(default_factory=dict, description="extra Spark configuration")
+    spark_conf: ConfigMap = Field(default_factory=dict, description="extra Spark configuration")
 
 
 class StretchDC(_Model):

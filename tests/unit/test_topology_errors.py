@@ -91,6 +91,35 @@ clusters:
       username: alice
       password: hunter2
 """, 8, "clusters.a.security.password", "not allowed inline: use {env: VAR} or {file: PATH}"),
+    Broken("secret-in-client-config", """\
+clusters:
+  a:
+    bootstrap: h:9093
+    client_config:
+      client.id: geokafka
+      sasl.password: hunter2
+""", 6, "clusters.a.client_config.sasl.password", "holds a secret, which is never a plain value"),
+    Broken("secret-in-broker-config", """\
+clusters:
+  a:
+    bootstrap: localhost:9092
+    local:
+      broker_config: {ssl.keystore.password: hunter2}
+""", 5, "clusters.a.local.broker_config.ssl.keystore.password", "holds a secret"),
+    Broken("jaas-in-spark-conf", """\
+clusters:
+  a: {bootstrap: h:9093}
+pipeline:
+  spark_conf:
+    spark.kafka.clusters.x.sasl.jaas.config: org.apache.kafka.common.security.plain.PlainLoginModule required;
+""", 5, "pipeline.spark_conf.spark.kafka.clusters.x.sasl.jaas.config", "holds a secret"),
+    Broken("login-module-under-another-key", """\
+clusters:
+  a: {bootstrap: h:9093}
+pipeline:
+  producer_config:
+    sasl.mechanism.extra: "org.apache.kafka.common.security.scram.ScramLoginModule required username=u password=p;"
+""", 5, "pipeline.producer_config.sasl.mechanism.extra", "JAAS login module line holds credentials"),
     Broken("secret-with-env-and-file", """\
 clusters:
   a:
@@ -171,7 +200,7 @@ clusters:
     Broken("cluster-name-with-space", """\
 clusters:
   new york: {bootstrap: "h:9092"}
-""", 2, "clusters.new york.[key]", "should match pattern"),
+""", 2, "clusters.new york", "should match pattern"),
     Broken("clusters-is-a-list", "clusters: [a, b]\n", 1, "clusters", "valid dictionary"),
     Broken("missing-clusters", "flows: {}\n", 1, "clusters", "required key is missing"),
     Broken("duplicate-cluster-name", """\
