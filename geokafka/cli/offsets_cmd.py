@@ -80,29 +80,33 @@ def _translation_table(result: GroupTranslation) -> Table:
 @click.option("--topic", "topics", required=True, multiple=True, help="topic (all its partitions); repeatable")
 @click.option("--to-datetime", "timestamp_ms", required=True, type=IsoDatetime(),
               help="e.g. 2017-08-22T06:00:33.236 (UTC unless a zone such as Z or +02:00 is given)")
-@click.option("--dry-run", is_flag=True, help="show the new offsets, commit nothing")
+@click.option("--dry-run", is_flag=True, help="show the new offsets, commit nothing (the default)")
+@click.option("--execute", is_flag=True, help="commit the new offsets")
 @click.option("--timeout", "timeout_s", default=15.0, type=click.FloatRange(min=0.5), help=_TIMEOUT_HELP)
 @click.option("--json", "json_output", is_flag=True, help=_JSON_HELP)
 @pass_ctx
 def reset_offsets(
     ctx: CliContext, cluster: str, group: str, topics: tuple[str, ...], timestamp_ms: int, dry_run: bool,
-    timeout_s: float, json_output: bool,
+    execute: bool, timeout_s: float, json_output: bool,
 ) -> None:
     """Time-based failover: move GROUP to the first record at or after a time.
 
-    WARNING: overwrites GROUP's committed offsets on CLUSTER (unless --dry-run); the group must
-    have no active members. Partitions with no record at or after the time go to their log end
-    offset. Same offsets as `kafka-consumer-groups --reset-offsets --to-datetime`.
+    Previews unless given --execute, as `kafka-consumer-groups --reset-offsets` does. With
+    --execute it overwrites GROUP's committed offsets on CLUSTER; the group must have no active
+    members. Partitions with no record at or after the time go to their log end offset. Same
+    offsets as `kafka-consumer-groups --reset-offsets --to-datetime`.
     """
+    if dry_run and execute:
+        raise click.UsageError("give --dry-run or --execute, not both")
     ctx.json_output = ctx.json_output or json_output
     report = reset_offsets_to_datetime(
-        ctx.topology, cluster, group, list(topics), timestamp_ms, dry_run=dry_run, timeout_s=timeout_s
+        ctx.topology, cluster, group, list(topics), timestamp_ms, dry_run=not execute, timeout_s=timeout_s
     )
     ctx.emit(report.to_dict(), _reset_table(report))
 
 
 def _reset_table(report: ResetReport) -> Table:
-    verb = "would reset (dry run)" if report.dry_run else "reset"
+    verb = "would reset (preview: add --execute to apply)" if report.dry_run else "reset"
     title = f"{verb} group {report.group} on {report.cluster} to {report.datetime_utc}"
     if report.dry_run and report.group_active:
         title += f"\n(the group is {report.group_state}: a real reset would be refused)"

@@ -116,9 +116,16 @@ def test_cli_in_process_and_as_subprocess(
     shown = CliRunner().invoke(cli, ["-f", str(topology_file), *args, "--dry-run"])
     assert shown.exit_code == 0, shown.output
     assert "NEW-OFFSET" in shown.stdout and "would reset" in shown.stdout
+    # as kafka-consumer-groups: without --execute it only previews
+    preview = CliRunner().invoke(cli, ["-f", str(topology_file), *args, "--json"])
+    assert preview.exit_code == 0, preview.output
+    assert json.loads(preview.stdout)["executed"] is False
+    assert committed(west, timed_topic, group) == {0: -1001, 1: -1001, 2: -1001}
+    both = CliRunner().invoke(cli, ["-f", str(topology_file), *args, "--dry-run", "--execute"])
+    assert both.exit_code == 2 and "not both" in both.output
 
     exe = Path(sys.executable).with_name("geokafka")
-    run = subprocess.run([str(exe), "-f", str(topology_file), *args, "--json"],
+    run = subprocess.run([str(exe), "-f", str(topology_file), *args, "--execute", "--json"],
                          capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stderr
     data = json.loads(run.stdout)
