@@ -31,7 +31,8 @@ class ClusterActor:
                 partitions = [TopicPartition(p.topic, p.partition) for p in view.topic(action.topic)
                               if p.replicas and p.leader != p.replicas[0]]
                 if partitions:
-                    self._admin.elect_leaders(ElectionType.PREFERRED, partitions,
-                                              request_timeout=self.timeout_s).result(timeout=self.timeout_s)
+                    # no timeout keywords: confluent-kafka 2.16.1's elect_leaders raises SystemError
+                    # ("more argument specifiers than keyword list entries") for any of them
+                    self._admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=self.timeout_s)
         except (KafkaException, TimeoutError) as exc:
             raise_mapped(self.conn, what, exc)

@@ -12,7 +12,7 @@ from geokafka.control.connection import ClusterConnection
 from geokafka.errors import GeokafkaError
 from geokafka.guard.act import ClusterActor
 from geokafka.guard.decide import DcLossPolicy, GuardSettings
-from geokafka.guard.journal import Journal, known_brokers, members_text, outstanding
+from geokafka.guard.journal import Entry, Journal, known_brokers, members_text, outstanding
 from geokafka.guard.model import Action, Broker, ClusterView, GuardMemory
 from geokafka.guard.observe import ClusterReader, wait_for_brokers
 
@@ -56,7 +56,7 @@ def run_guard(
         registered = wait_for_brokers(reader, 60.0)
         if not dry_run:
             journal.ensure()
-        entries = journal.read()
+        entries = _read_journal(journal, stop, 60.0)
         remembered = known_brokers(entries)
         brokers = {**remembered, **registered}
         if brokers != remembered and not dry_run:
@@ -95,6 +95,19 @@ def run_guard(
         reader.close()
         journal.close()
     return run
+
+
+def _read_journal(journal: Journal, stop: threading.Event, timeout_s: float) -> list[Entry]:
+    """The journal, read again while the cluster is busy electing leaders (a retriable error), up to ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return journal.read()
+        except GeokafkaError as exc:
+            if not exc.retriable or time.monotonic() > deadline or stop.is_set():
+                raise
+            log.info("guard journal not readable yet, trying again: %s", exc)
+            stop.wait(1.0)
 
 
 def reader_new(known: dict[int, Broker], reader: ClusterReader, live: frozenset[int]) -> dict[int, Broker]:

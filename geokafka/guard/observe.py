@@ -40,26 +40,41 @@ class ClusterReader:
     def registered_brokers(self) -> dict[int, Broker]:
         """Brokers the controller has registered and not fenced, with their rack as DC."""
         try:
-            nodes = self._admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s).nodes
-        except (KafkaException, TimeoutError) as exc:
-            raise_mapped(self.conn, "describing the cluster", exc)
-            return {}
+            nodes = self._describe_cluster()
+        except (KafkaException, TimeoutError):
+            # librdkafka sends DescribeCluster to the broker its cached metadata names as the
+            # controller (in KRaft, some live broker) and only refreshes that every 5 minutes: when
+            # the named broker died with its DC, it waits for it forever. A metadata request names
+            # a live one; failing that, a new client asks a live bootstrap broker from scratch.
+            try:
+                self._admin.list_topics(timeout=self.timeout_s)
+                nodes = self._describe_cluster()
+            except (KafkaException, TimeoutError):
+                self._admin = AdminClient(self.conn.librdkafka(logger=silent_logger()))
+                try:
+                    nodes = self._describe_cluster()
+                except (KafkaException, TimeoutError) as exc:
+                    raise_mapped(self.conn, "describing the cluster", exc)
+                    return {}
         missing = sorted(n.id for n in nodes if not n.rack)
         if missing:
             raise TopologyError(f"cluster {self.conn.name}: brokers {missing} have no broker.rack; the guard needs "
                                 "broker.rack set to each broker's DC")
         return {n.id: Broker(n.id, n.rack, n.host, n.port) for n in nodes}
 
+    def _describe_cluster(self) -> list:  # type: ignore[type-arg]
+        return self._admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s).nodes
+
     def observe(self, known: dict[int, Broker], refresh_configs: bool = False) -> ClusterView:
         """One observation; raises ClusterUnreachableError when no broker answers."""
         at_ms = int(time.time() * 1000)
         probes = {b.id: self._pool.submit(reachable, b.host, b.port) for b in known.values()}
-        live = frozenset(self.registered_brokers())
-        try:
+        try:  # first: it also refreshes which broker answers DescribeCluster
             metadata = self._admin.list_topics(timeout=self.timeout_s)
         except KafkaException as exc:
             raise_mapped(self.conn, "listing topics", exc)
             raise
+        live = frozenset(self.registered_brokers())
         partitions = tuple(
             PartitionView(name, p.id, tuple(p.replicas), tuple(p.isrs), p.leader)
             for name, topic in sorted(metadata.topics.items()) if topic.error is None
@@ -82,6 +97,8 @@ class ClusterReader:
                 entry = future.result(timeout=self.timeout_s).get("min.insync.replicas")
             except KafkaException:
                 continue  # a topic deleted meanwhile
+            except TimeoutError as exc:
+                raise_mapped(self.conn, "reading min.insync.replicas", exc)
             if entry is not None and entry.value is not None:
                 out[resource.name] = int(entry.value)
         return out

@@ -15,9 +15,9 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from geokafka.control.connection import cluster_connection
+from geokafka.errors import ClusterUnreachableError
 from geokafka.guard.decide import GuardSettings
 from geokafka.guard.loop import GuardRun, run_guard
-from geokafka.infra.local_cluster import start_node, wait_until_ready
 from geokafka.operations.drill import stretch_cluster as sc
 from geokafka.operations.drill.traffic import quiet_logger
 from geokafka.planning.plan import StretchPlan
@@ -33,6 +33,7 @@ class GuardThread:
         self.run: GuardRun | None = None
         self.error: BaseException | None = None
         self._stop = threading.Event()
+        self._guarding = threading.Event()
         self._on_event = on_event
         conn = cluster_connection(cluster.spec.name, Cluster(bootstrap=cluster.spec.bootstrap))
         quorum = {dc.name: plan.verdict_for_dc(dc.name).quorum_survives for dc in plan.layout.dcs}
@@ -46,10 +47,21 @@ class GuardThread:
         except BaseException as exc:  # noqa: BLE001 - reported by the drill
             self.error = exc
             self._say(f"guard stopped on an error: {exc}")
+        finally:
+            self._guarding.set()
 
     def _say(self, text: str) -> None:
         self.said.append((time.monotonic(), text))
+        if text.startswith("guarding "):
+            self._guarding.set()
         self._on_event(f"guard: {text}")
+
+    def wait_guarding(self, timeout_s: float) -> None:
+        """Wait until the guard has read its journal and watches the cluster (a drill kills nothing before)."""
+        if not self._guarding.wait(timeout_s):
+            raise ClusterUnreachableError(f"the guard did not start watching within {timeout_s:.0f} s")
+        if self.error is not None:
+            raise self.error
 
     def first(self, words: str) -> float | None:
         """When the guard first said something containing ``words``."""
@@ -66,9 +78,7 @@ def dc_returns(cluster: sc.DrillCluster, plan: StretchPlan, dc: str, guard: Guar
     """Start the lost DC again and wait until the guard restored settings and leaders."""
     started = time.monotonic()
     on_event(f"{dc} comes back: starting its processes again")
-    for node_id in cluster.nodes_in(dc):
-        start_node(cluster.spec, node_id)
-    wait_until_ready(cluster.spec, opts.start_timeout_s)
+    sc.start_nodes(cluster, list(cluster.nodes_in(dc)), opts.start_timeout_s)
     up = time.monotonic()
     expected = {t.name: t.config.min_insync_replicas for t in plan.topics}
     admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap, "log_level": 0,

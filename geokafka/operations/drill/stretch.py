@@ -183,6 +183,7 @@ def run_stretch_drill(
         warm = min(at for _, _, at in traffic.log.acked.values())
         if opts.guard_grace_s is not None:
             guard = _GuardThread(cluster, plan, opts.guard_grace_s, on_event)
+            guard.wait_guarding(opts.start_timeout_s)
         traffic.pump(warm + opts.kill_after_s, on_tick)
         killed = sc.kill_dc(cluster, dc)
         kill_time = time.monotonic()
