@@ -8,6 +8,7 @@ from rich.table import Table
 from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import start_clusters, stop_cluster
+from geokafka.topology.ports import ephemeral_overlap, ephemeral_range
 
 
 @click.command()
@@ -17,8 +18,15 @@ from geokafka.infra.local_cluster import start_clusters, stop_cluster
 def up(ctx: CliContext, clusters: tuple[str, ...], timeout: float) -> None:
     """Start the topology's local clusters (all, or those named) and wait until they serve."""
     specs = local_cluster_specs(ctx.topology, list(clusters))
+    span = ephemeral_range()
     for spec in specs:
         ctx.info(f"starting {spec.name} ({len(spec.brokers)} brokers, {len(spec.controllers)} controllers)...")
+        ports = [p for n in spec.nodes for p in (n.broker_port, n.controller_port) if p is not None]
+        inside = ephemeral_overlap(ports, span)
+        if inside and span is not None:
+            ctx.info(f"note: {spec.name}: ports {inside[0]}-{inside[-1]} lie in this machine's ephemeral port range "
+                     f"({span[0]}-{span[1]}): a client reconnecting to a stopped broker can take its port, so a "
+                     f"restart may wait up to a minute; ports below {span[0]} avoid it")
     racks_by_cluster = start_clusters(specs, timeout_s=timeout)
     rows = []
     for spec in specs:

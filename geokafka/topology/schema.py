@@ -272,7 +272,7 @@ class Stretch(_Model):
 
     dcs: dict[Name, StretchDC]
     topics: dict[str, StretchTopic] = Field(default_factory=lambda: {"default": StretchTopic()})
-    base_port: Port = Field(39092, description="first loopback port of the drill's local cluster")
+    base_port: Port = Field(31092, description="first loopback port of the drill's local cluster")
     cluster: Name | None = Field(None, description=(
         "the cluster (in clusters:) that is this stretched cluster, for `geokafka guard`; its brokers' "
         "broker.rack must be the DC names"))

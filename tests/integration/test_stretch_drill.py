@@ -1,4 +1,4 @@
-"""The stretch drill against real local KRaft clusters (built-in layouts, ports 39142-39597).
+"""The stretch drill against real local KRaft clusters (built-in layouts, ports 31142-31597).
 
 Each test starts its own stretched cluster, kills one DC, and lets the drill compare what it
 measured with the planner's verdict; the drill raises DrillFailedError on any disagreement.
@@ -70,8 +70,8 @@ def test_two_dcs_with_a_2_plus_1_quorum_split_lose_the_quorum_as_planned(tmp_pat
 def test_two_dcs_manual_steps_restore_writes_without_losing_acked_records(tmp_path: Path) -> None:
     """The seed's 2-DC failover, scripted: restore the quorum without dc1, lower min.insync.replicas."""
     opts = options("2dc", tmp_path, recover=True)
-    # ports of its own (39142-39145, 39242-39244), apart from the 2dc test that may have just ended
-    opts = replace(opts, stretch=opts.stretch.model_copy(update={"base_port": 39142}))
+    # ports of its own (31142-31145, 31242-31244), apart from the 2dc test that may have just ended
+    opts = replace(opts, stretch=opts.stretch.model_copy(update={"base_port": 31142}))
     result = run_stretch_drill(opts)
     measured = result.report["measured"]
     steps = [s["step"] for s in result.report["recovery"]["steps"]]

@@ -75,17 +75,17 @@ def test_rpo_above_zero_without_loss_is_a_note_not_a_disagreement() -> None:
 
 
 def test_drill_cluster_combines_controllers_into_brokers_of_their_dc(tmp_path: Path) -> None:
-    cluster = cluster_spec(layout_of(PRESETS["2.5dc"]), "x", tmp_path, 39692, 256)
+    cluster = cluster_spec(layout_of(PRESETS["2.5dc"]), "x", tmp_path, 31692, 256)
     roles = {n.node_id: (n.is_broker, n.is_controller, n.rack, n.broker_port, n.controller_port)
              for n in cluster.spec.nodes}
     assert roles == {
-        1: (True, True, "dc1", 39692, 39792), 2: (True, False, "dc1", 39693, None),
-        3: (True, True, "dc2", 39694, 39793), 4: (True, False, "dc2", 39695, None),
-        103: (False, True, "dc3", None, 39794),
+        1: (True, True, "dc1", 31692, 31792), 2: (True, False, "dc1", 31693, None),
+        3: (True, True, "dc2", 31694, 31793), 4: (True, False, "dc2", 31695, None),
+        103: (False, True, "dc3", None, 31794),
     }
     assert cluster.controller_host == {101: 1, 102: 3, 103: 103}
     assert cluster.nodes_in("dc3") == [103]
-    assert cluster.bootstrap_outside("dc1") == "127.0.0.1:39694,127.0.0.1:39695"
+    assert cluster.bootstrap_outside("dc1") == "127.0.0.1:31694,127.0.0.1:31695"
 
 
 def test_ack_log_resume_times() -> None:
