@@ -1,4 +1,4 @@
-"""`geokafka bench`: raw Kafka tools vs MirrorMaker 2 vs geokafka on local clusters started for the run."""
+"""`geokafka bench`: raw Kafka tools vs MirrorMaker 2 (both modes) vs Spark's Kafka sink vs geokafka on local clusters started for the run."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def render(report: dict[str, Any]) -> list[Table]:
     table = Table("run", "contender", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "CPU s/GB", "peak RSS MB",
                   "vs raw", "note", title="geokafka bench")
     for label, run in report["runs"].items():
-        for name in ("raw", "mm2", "geokafka"):
+        for name in ("raw", "mm2", "mm2-eos", "spark-kafka", "geokafka"):
             r = run.get(name) or {}
             if not r.get("ran"):
                 table.add_row(label, name, "not run", "", "", "", "", "", "", "", str(r.get("reason", ""))[:60])
@@ -32,13 +32,16 @@ def render(report: dict[str, Any]) -> list[Table]:
             vs_raw = f"{r['records_per_s'] / raw:.2f}" if raw else "-"
             note = "" if name == "raw" else f"start {r.get('startup_s')}s excluded" if "excluded" in r.get("basis", "") \
                 else "start included"
+            if r.get("first_visible_s") is not None and name != "raw":
+                note += f", first visible {r['first_visible_s']}s"
             note += f" load {r.get('load_avg_1m', ['?'])[0]}"
             table.add_row(label, name, _n(r["records_per_s"]), _n(r["mb_per_s"], ",.1f"), _n(lat.get("p50_ms"), ".1f"),
                           _n(lat.get("p95_ms"), ".1f"), _n(lat.get("p99_ms"), ".1f"), _n(r.get("cpu_s_per_gb"), ",.0f"),
                           _n(r.get("peak_rss_mb"), ",.0f"), vs_raw, note)
         ratios = run.get("ratios", {})
         table.add_row(label, "ratios", f"gk/mm2 {_n(ratios.get('geokafka_over_mm2'), '.2f')}",
-                      f"gk/raw {_n(ratios.get('geokafka_over_raw'), '.2f')}", "", "", "", "", "", "", "")
+                      f"gk/raw {_n(ratios.get('geokafka_over_raw'), '.2f')}",
+                      f"gk/mm2-eos {_n(ratios.get('geokafka_over_mm2_eos'), '.2f')}", "", "", "", "", "", "")
     scaling = Table("partitions", "records", "records/s", "MB/s", "CPU s/GB", "peak RSS MB", title="geokafka scaling (1 KiB)")
     for row in report.get("scaling", []):
         if not row.get("ran"):
@@ -79,9 +82,11 @@ def bench(ctx: CliContext, quick: bool, keep: bool, out: Path | None) -> None:
     - raw: org.apache.kafka.tools.ConsumerPerformance on the source and ProducerPerformance
       to the target (acks=all, linger.ms=5, batch.size=1000000, lz4); the limit is the slower.
     - mm2: MirrorMaker 2 dedicated mode, tasks.max = cores, the same producer settings.
-    - geokafka: `geokafka mirror` on local[2], exactly-once transactional writer.
-    Throughput counts from the first record visible on the target to the last (process
-    start excluded); latency is produce -> visible on the target under a steady load.
+    - mm2-eos: the same with exactly.once.source.support=enabled (transactional).
+    - spark-kafka: Spark's Kafka source -> Kafka sink on local[2] (JVM only, at-least-once).
+    - geokafka: `geokafka mirror` on local[2], its JVM sink, exactly-once.
+    Throughput counts from the first record written on the target to the last one visible
+    (process start excluded); latency is produce -> visible to read_committed under a steady load.
     """
     from geokafka.operations.bench.run import FULL, QUICK, run_bench
 

@@ -23,7 +23,7 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
     assert json.loads(out.read_text())["runs"].keys() == report["runs"].keys()
     assert set(report["runs"]) == {"1k", "100b"}
     for label, run in report["runs"].items():
-        for name in ("raw", "mm2", "geokafka"):
+        for name in ("raw", "mm2", "mm2-eos", "spark-kafka", "geokafka"):
             result = run[name]
             assert result["ran"], f"{label}/{name} did not run: {result.get('reason')}"
             assert result["records_per_s"] > 0 and result["mb_per_s"] > 0
@@ -31,7 +31,10 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
                 assert result["cpu_s_per_gb"] > 0 and result["peak_rss_mb"] > 0
         assert run["ratios"]["geokafka_over_mm2"] is not None
         assert run["ratios"]["geokafka_over_raw"] is not None
-    for name in ("mm2", "geokafka"):
+        assert run["ratios"]["geokafka_over_mm2_eos"] is not None
+        # the throughput window opens when geokafka writes its first record, not at its first commit
+        assert run["geokafka"]["basis"].startswith("first record written")
+    for name in ("mm2", "mm2-eos", "spark-kafka", "geokafka"):
         lat = report["runs"]["1k"][name]["latency"]
         assert lat["received"] > 0
         assert 0 <= lat["p50_ms"] <= lat["p95_ms"] <= lat["p99_ms"]

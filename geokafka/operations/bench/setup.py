@@ -32,6 +32,7 @@ pipeline:
   state_dir: {state_dir}
   trigger_ms: 0
   max_records_per_batch: {max_batch}
+  producer_config: {{compression.type: lz4}}  # as MirrorMaker 2's and the raw producer's
 """
 
 

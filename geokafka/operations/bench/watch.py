@@ -67,6 +67,50 @@ class TargetCounter:
         self._thread.join(10)
 
 
+class FirstWritten:
+    """Notes when the first record of a target topic is written, committed or not (read_uncommitted).
+
+    A transactional replicator's records become visible to read_committed readers only at its
+    commits; its throughput window opens when it starts writing, as an at-least-once one's does.
+    """
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        self.bootstrap, self.topic = bootstrap, topic
+        self.at: float | None = None
+        self.on_first = None  # callable run in this thread when the first record is written
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="bench-first-written")
+
+    def start(self) -> FirstWritten:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        from confluent_kafka import Consumer
+
+        consumer = Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": f"bench-first-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest", "enable.auto.commit": False, "isolation.level": "read_uncommitted",
+            "topic.metadata.refresh.interval.ms": 1000, "allow.auto.create.topics": False,
+            "fetch.wait.max.ms": 20,
+        })
+        consumer.subscribe([self.topic])
+        try:
+            while not self._stop.is_set():
+                msg = consumer.poll(0.05)
+                if msg is not None and msg.error() is None:
+                    self.at = time.monotonic()
+                    if self.on_first is not None:
+                        self.on_first()
+                    return
+        finally:
+            consumer.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+
 def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: float, seconds: float,
                   size: int = 1024, drain_s: float = 20.0) -> dict[str, float | int]:
     """Produce ``rate`` records/s for ``seconds`` to ``src_topic`` (value starts with the wall time),
