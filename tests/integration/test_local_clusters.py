@@ -82,7 +82,7 @@ def test_a_killed_broker_leaves_the_metadata_and_rejoins_after_restart(
     assert kill_node(spec, victim)  # SIGKILL: a crash, no controlled shutdown
     try:
         assert victim not in running_nodes(spec)
-        assert not _alive(old_pid)
+        wait_for("the killed JVM to exit", lambda: not _alive(old_pid), 15)  # a JVM takes a moment to die
         # The controller fences the silent broker (broker.session.timeout.ms, 9 s by default):
         # it leaves the cluster metadata and every ISR, and loses its leaderships.
         wait_for("broker 2 to leave the metadata", lambda: sorted(broker_racks(admin)) == [1, 3], 60)
