@@ -42,7 +42,8 @@ final class TaskWriter implements DataWriter<InternalRow> {
     private PartitionTransaction current;
     private UTF8String currentTopic;
     private int currentPartition = -1;
-    private long lastCommit = System.nanoTime();
+    /** When the oldest record not yet committed was written (-1: nothing pending). */
+    private long pendingSince = -1;
 
     TaskWriter(SinkOptions options, StructType schema) {
         this.options = options;
@@ -74,7 +75,10 @@ final class TaskWriter implements DataWriter<InternalRow> {
         current.write(row.getLong(offset), row.isNullAt(key) ? null : row.getBinary(key),
                 row.isNullAt(value) ? null : row.getBinary(value), row.isNullAt(ts) ? -1 : row.getLong(ts),
                 row.isNullAt(headers) ? null : row.getArray(headers), kept);
-        if (System.nanoTime() - lastCommit >= commitIntervalNanos) {
+        long now = System.nanoTime();
+        if (pendingSince < 0) {
+            pendingSince = now;  // the interval counts from the oldest uncommitted record, not the task's start
+        } else if (now - pendingSince >= commitIntervalNanos) {
             commitAll();
         }
     }
@@ -123,6 +127,6 @@ final class TaskWriter implements DataWriter<InternalRow> {
                 throw e.getCause() instanceof RuntimeException r ? r : e;
             }
         }
-        lastCommit = System.nanoTime();
+        pendingSince = -1;
     }
 }
