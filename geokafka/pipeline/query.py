@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from geokafka.control.connection import ClusterConnection
 from geokafka.pipeline.assignment import Assignment
+from geokafka.pipeline.spark_session import is_local
 from geokafka.topology.schema import Flow, Pipeline
 
 if TYPE_CHECKING:
@@ -95,6 +96,9 @@ class FlowQuery:
             "expected": json.dumps({k: [n, h] for k, (n, h) in assignment.expected.items()}),
             "commit_interval_ms": str(pipeline.commit_interval_ms),
             "max_message_bytes": json.dumps(max_message_bytes or {}),
+            # local masters run the tasks in the driver's JVM: producers opened there before the
+            # first epoch, side by side, are the tasks' (elsewhere they would be of no use)
+            "warm_producers": str(is_local(pipeline.master)).lower(),
         }
         writer = frame.writeStream.queryName(f"geokafka-{flow_name}").format("geokafka")
         for key, value in options.items():

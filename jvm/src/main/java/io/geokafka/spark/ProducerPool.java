@@ -1,5 +1,6 @@
 package io.geokafka.spark;
 
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -52,6 +53,39 @@ final class ProducerPool {
         Session old = SESSIONS.put(txnId, new Session(producer, committedNext));
         if (old != null && old.producer() != producer) {
             closeQuietly(old.producer());
+        }
+    }
+
+    /**
+     * Open the producers of every expected partition that has none in the pool, side by side, and
+     * pool them at their expected offsets: a task would otherwise open each on its partition's
+     * first row, one after another (an {@code initTransactions} round trip each). A producer that
+     * fails to open is left to the task, which reports the failure in its own words.
+     */
+    static void warm(SinkOptions options) {
+        java.util.List<java.util.concurrent.CompletableFuture<Void>> opening = new java.util.ArrayList<>();
+        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(
+                Math.max(1, Math.min(16, options.expected.size())));
+        try {
+            for (Map.Entry<String, long[]> e : options.expected.entrySet()) {
+                String key = e.getKey();
+                int slash = key.lastIndexOf('/');
+                String txnId = options.transactionalId(key.substring(0, slash), Integer.parseInt(key.substring(slash + 1)));
+                long next = e.getValue()[0];
+                if (SESSIONS.containsKey(txnId)) {
+                    continue;
+                }
+                opening.add(java.util.concurrent.CompletableFuture.runAsync(() -> {
+                    try {
+                        give(txnId, open(options, txnId), next);
+                    } catch (RuntimeException ignored) {
+                        // the task opens it again and fails with the reason
+                    }
+                }, pool));
+            }
+            java.util.concurrent.CompletableFuture.allOf(opening.toArray(new java.util.concurrent.CompletableFuture[0])).join();
+        } finally {
+            pool.shutdown();
         }
     }
 

@@ -27,6 +27,9 @@ public final class SinkOptions implements Serializable {
     final long commitIntervalMs;
     /** Target topic -> its max.message.bytes: a larger record is refused before it is sent. */
     final Map<String, Long> maxMessageBytes;
+    /** Open every partition's producer on the driver before the first epoch (local masters: the
+     * driver's JVM is the executor's, so the tasks find them in the pool). */
+    final boolean warmProducers;
 
     private SinkOptions(Map<String, String> options) {
         flow = required(options, "flow");
@@ -42,6 +45,7 @@ public final class SinkOptions implements Serializable {
         }
         commitIntervalMs = Long.parseLong(options.getOrDefault("commit_interval_ms", "100"));
         maxMessageBytes = longMap(options.getOrDefault("max_message_bytes", "{}"));
+        warmProducers = Boolean.parseBoolean(options.getOrDefault("warm_producers", "false"));
     }
 
     /** Parse the options map Spark hands to the sink (keys are lower-cased by Spark). */
@@ -68,6 +72,7 @@ public final class SinkOptions implements Serializable {
         expected = new HashMap<>(other.expected);
         commitIntervalMs = other.commitIntervalMs;
         maxMessageBytes = other.maxMessageBytes;
+        warmProducers = other.warmProducers;
     }
 
     /** True when records go out uncompressed, so their size on the wire is known before sending. */

@@ -15,6 +15,8 @@ import java.util.concurrent.ConcurrentHashMap;
 public final class SinkRegistry {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Map<String, List<Map<String, Object>>> PENDING = new ConcurrentHashMap<>();
+    private static final Map<String, Map<String, long[]>> EXPECTED = new ConcurrentHashMap<>();
+    private static final java.util.Set<String> STARTED = ConcurrentHashMap.newKeySet();
 
     private SinkRegistry() {}
 
@@ -42,9 +44,26 @@ public final class SinkRegistry {
         return JSON.writeValueAsString(out);
     }
 
+    /**
+     * The next offset (and state-topic hint) the driver expects per source partition of
+     * ``queryKey``, shared by every {@link SinkWrite} of the query: Spark builds a new write for
+     * each micro-batch, and an expectation kept in one of them was lost with it (every batch then
+     * opened a new transactional producer per partition instead of reusing the pooled one).
+     */
+    static Map<String, long[]> expectations(String queryKey, Map<String, long[]> initial) {
+        return EXPECTED.computeIfAbsent(queryKey, k -> new ConcurrentHashMap<>(initial));
+    }
+
+    /** True the first time it is asked for ``queryKey``. */
+    static boolean firstEpoch(String queryKey) {
+        return STARTED.add(queryKey);
+    }
+
     /** Forget a query (it stopped). */
     public static void forget(String queryKey) {
         PENDING.remove(queryKey);
+        EXPECTED.remove(queryKey);
+        STARTED.remove(queryKey);
     }
 
     /**

@@ -1,7 +1,6 @@
 package io.geokafka.spark;
 
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
@@ -24,7 +23,7 @@ final class SinkWrite implements Write, StreamingWrite {
     SinkWrite(SinkOptions options, StructType schema) {
         this.options = options;
         this.schema = schema;
-        this.expected = new HashMap<>(options.expected);
+        this.expected = SinkRegistry.expectations(options.queryKey, options.expected);
     }
 
     @Override
@@ -38,8 +37,15 @@ final class SinkWrite implements Write, StreamingWrite {
     }
 
     @Override
-    public synchronized StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
-        return new WriterFactory(options.withExpected(expected), schema);
+    public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
+        SinkOptions epoch;
+        synchronized (expected) {
+            epoch = options.withExpected(expected);
+        }
+        if (options.warmProducers && SinkRegistry.firstEpoch(options.queryKey)) {
+            ProducerPool.warm(epoch);
+        }
+        return new WriterFactory(epoch, schema);
     }
 
     @Override
@@ -48,7 +54,13 @@ final class SinkWrite implements Write, StreamingWrite {
     }
 
     @Override
-    public synchronized void commit(long epochId, WriterCommitMessage[] messages) {
+    public void commit(long epochId, WriterCommitMessage[] messages) {
+        synchronized (expected) {
+            learn(epochId, messages);
+        }
+    }
+
+    private void learn(long epochId, WriterCommitMessage[] messages) {
         List<Map<String, Object>> all = new ArrayList<>();
         for (WriterCommitMessage message : messages) {
             if (message instanceof CommitMessage m) {
