@@ -16,16 +16,22 @@ class ClusterActor:
     def __init__(self, conn: ClusterConnection, timeout_s: float = 15.0) -> None:
         self.conn = conn
         self.timeout_s = timeout_s
-        self._admin = AdminClient(conn.librdkafka(logger=silent_logger()))
+
+    def _admin(self) -> AdminClient:
+        # A new client per action: one kept from before the DC loss still counts the lost DC's
+        # brokers among its candidates and waited on one of them (15 s time-outs, twice,
+        # in a drill); a new one learns the live brokers from whichever bootstrap broker answers.
+        return AdminClient(self.conn.librdkafka(logger=silent_logger()))
 
     def apply(self, action: Action, view: ClusterView) -> None:
         """Make the change; raises a geokafka error naming it when the cluster refuses or does not answer."""
         what = f"{action.kind} on {action.topic}"
+        admin = self._admin()
         try:
             if action.kind in ("lower-min-isr", "restore-min-isr"):
                 resource = ConfigResource(ResourceType.TOPIC, action.topic, incremental_configs=[
                     ConfigEntry("min.insync.replicas", str(action.value), incremental_operation=AlterConfigOpType.SET)])
-                for future in self._admin.incremental_alter_configs([resource], request_timeout=self.timeout_s).values():
+                for future in admin.incremental_alter_configs([resource], request_timeout=self.timeout_s).values():
                     future.result(timeout=self.timeout_s)
             elif action.kind == "elect-preferred-leaders":
                 partitions = [TopicPartition(p.topic, p.partition) for p in view.topic(action.topic)
@@ -33,6 +39,6 @@ class ClusterActor:
                 if partitions:
                     # no timeout keywords: confluent-kafka 2.16.1's elect_leaders raises SystemError
                     # ("more argument specifiers than keyword list entries") for any of them
-                    self._admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=self.timeout_s)
+                    admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=self.timeout_s)
         except (KafkaException, TimeoutError) as exc:
             raise_mapped(self.conn, what, exc)
