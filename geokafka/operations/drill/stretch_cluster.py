@@ -215,13 +215,10 @@ def metadata_writable(bootstrap: str, probe_topic: str, broker: int, timeout_s: 
     Without a KRaft quorum the controller cannot commit anything, so every attempt times out.
     Attempts repeat until the deadline, since a new active controller may still be being elected.
     """
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": quiet_logger("probe")})
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         left = max(1.0, deadline - time.monotonic())
-        # a new client per attempt: librdkafka sends CreateTopics to the broker its metadata names
-        # as controller (in KRaft some broker the answering broker thinks alive) and keeps that
-        # name for minutes; right after a DC loss it can be one of the dead, until they are fenced
-        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": quiet_logger("probe")})
         futures = admin.create_topics([NewTopic(probe_topic, 1, replica_assignment=[[broker]])],
                                       operation_timeout=min(3.0, left), request_timeout=min(4.0, left + 1))
         try:
