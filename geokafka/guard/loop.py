@@ -41,11 +41,13 @@ def run_guard(
     stop: threading.Event | None = None,
     duration_s: float | None = None,
     say: Say = log.info,
+    watching: threading.Event | None = None,
 ) -> GuardRun:
     """Guard the cluster behind ``conn`` until ``stop`` is set (or ``duration_s`` passed).
 
     ``quorum_survives``: per DC, whether the plan says the controller quorum survives its loss.
     With ``dry_run`` nothing is changed or journaled; what would be done is said.
+    ``watching`` is set once the journal is read and the guard watches the cluster.
     """
     stop = stop or threading.Event()
     reader = ClusterReader(conn)
@@ -68,6 +70,8 @@ def run_guard(
         dcs = policy.dcs()
         say(f"guarding {conn.name}: " + "; ".join(f"{dc}: brokers {ids}" for dc, ids in dcs.items())
             + f" (grace {settings.grace_s:.0f} s){' - dry run' if dry_run else ''}")
+        if watching is not None:
+            watching.set()
         deadline = None if duration_s is None else time.monotonic() + duration_s
         refresh = True
         while not stop.is_set() and (deadline is None or time.monotonic() < deadline):

@@ -43,7 +43,8 @@ class GuardThread:
 
     def _main(self, conn: Any, quorum: dict[str, bool]) -> None:
         try:
-            self.run = run_guard(conn, GuardSettings(grace_s=self.grace_s), quorum, stop=self._stop, say=self._say)
+            self.run = run_guard(conn, GuardSettings(grace_s=self.grace_s), quorum, stop=self._stop, say=self._say,
+                                 watching=self._guarding)
         except BaseException as exc:  # noqa: BLE001 - reported by the drill
             self.error = exc
             self._say(f"guard stopped on an error: {exc}")
@@ -52,8 +53,6 @@ class GuardThread:
 
     def _say(self, text: str) -> None:
         self.said.append((time.monotonic(), text))
-        if text.startswith("guarding "):
-            self._guarding.set()
         self._on_event(f"guard: {text}")
 
     def wait_guarding(self, timeout_s: float) -> None:
