@@ -1,4 +1,7 @@
-"""`geokafka bench`: raw Kafka tools vs MirrorMaker 2 (both modes) vs Spark's Kafka sink vs geokafka on local clusters started for the run."""
+"""`geokafka bench`: raw Kafka tools vs MirrorMaker 2 (both modes) vs Spark's Kafka sink vs geokafka.
+
+On local clusters started for the run.
+"""
 
 from __future__ import annotations
 
@@ -88,7 +91,7 @@ def bench(ctx: CliContext, quick: bool, keep: bool, out: Path | None) -> None:
     Throughput counts from the first record written on the target to the last one visible
     (process start excluded); latency is produce -> visible to read_committed under a steady load.
     """
-    from geokafka.operations.bench.run import FULL, QUICK, run_bench
+    from geokafka.bench.run import FULL, QUICK, run_bench
 
     t0 = time.monotonic()
 

@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from geokafka.control.connection import redact
+from geokafka.secrets import redact
 from geokafka.topology import Topology, load_topology
 
 

@@ -51,8 +51,8 @@ def demo(ctx: CliContext, traffic: float, rate: float, keep: bool, out: Path) ->
     Prints RPO (records and seconds), RTO and duplicates, writes them as JSON and a PNG
     timeline under --out. Runs on its own embedded topology (ports 17092-17094 and 18092).
     """
-    from geokafka.operations.connected_drill import plot_timeline, write_result
-    from geokafka.operations.demo import run_demo
+    from geokafka.drills.connected import plot_timeline, write_result
+    from geokafka.drills.demo import run_demo
 
     t0 = time.monotonic()
 

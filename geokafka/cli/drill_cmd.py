@@ -10,8 +10,8 @@ from rich.table import Table
 from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.cli.interrupts import terminate_as_interrupt
 from geokafka.cli.plan_cmd import LAYOUTS
+from geokafka.drills.stretch import StretchDrillOptions, StretchDrillResult, raise_on_disagreement, run_stretch_drill
 from geokafka.errors import TopologyError
-from geokafka.operations.drill import StretchDrillOptions, StretchDrillResult, raise_on_disagreement, run_stretch_drill
 from geokafka.planning import TOPOLOGY, resolve_layout
 from geokafka.topology.schema import Pipeline
 
@@ -132,9 +132,9 @@ def connected(ctx: CliContext, flow_name: str | None, topic: str, group: str, ki
     """
     import time
 
+    from geokafka.drills.connected import plot_timeline, run_connected_drill, write_result
     from geokafka.infra.clusters import local_cluster_specs
     from geokafka.infra.local_cluster import start_clusters
-    from geokafka.operations.connected_drill import plot_timeline, run_connected_drill, write_result
 
     topology = ctx.topology
     name = flow_name or next(iter(sorted(topology.flows)), None)

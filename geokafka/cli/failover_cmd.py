@@ -6,7 +6,7 @@ import click
 from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
-from geokafka.control.failover import FailoverReport
+from geokafka.failover.failover import FailoverReport
 
 
 def _seconds(value: float | None) -> str:
@@ -85,7 +85,7 @@ def failover(ctx: CliContext, flow: str, dry_run: bool, probe_timeout: float, ov
     WARNING: after this, FLOW no longer replicates; use `failback` to reverse it. Try
     --dry-run first.
     """
-    from geokafka.control.failover import failover as run
+    from geokafka.failover.failover import failover as run
 
     _emit(ctx, run(ctx.topology, flow, probe_timeout_s=probe_timeout, overwrite_groups=overwrite_target_offsets,
                    dry_run=dry_run))
@@ -104,7 +104,7 @@ def promote(ctx: CliContext, flow: str, timeout: float, dry_run: bool, overwrite
     committed record, syncs configs and groups a last time, then fails over (RPO 0), or
     refuses with the partitions still behind after --timeout.
     """
-    from geokafka.control.failover import failover as run
+    from geokafka.failover.failover import failover as run
 
     _emit(ctx, run(ctx.topology, flow, promote=True, timeout_s=timeout, overwrite_groups=overwrite_target_offsets,
                    dry_run=dry_run))
@@ -127,7 +127,7 @@ def failback(ctx: CliContext, flow: str, timeout: float, dry_run: bool) -> None:
        the original site;
     5./6. you move clients back and restart `geokafka mirror FLOW`.
     """
-    from geokafka.control.failback import failback as run
+    from geokafka.failover.failback import failback as run
 
     report = run(ctx.topology, flow, timeout_s=timeout, dry_run=dry_run)
     if ctx.json_output:

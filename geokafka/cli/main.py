@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from geokafka.cli.context import CliContext
-from geokafka.control.connection import redact
 from geokafka.errors import GeokafkaError
+from geokafka.secrets import redact
 
 
 class _Group(click.Group):
@@ -27,7 +27,7 @@ class _Group(click.Group):
             ctx.exit(130)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
-        except Exception as exc:  # noqa: BLE001 - last line of defence: one line, not a traceback
+        except Exception as exc:
             if os.environ.get("GEOKAFKA_DEBUG"):
                 raise
             click.echo(redact(f"InternalError: {type(exc).__name__}: {exc} (set GEOKAFKA_DEBUG=1 for a traceback)"),
@@ -53,9 +53,23 @@ def cli(ctx: click.Context, file: Path, json_output: bool) -> None:
 
 
 def _register() -> None:
-    from geokafka.cli import bench_cmd, check_cmd, clusters_cmd, demo_cmd, drill_cmd, failover_cmd, guard_cmd, mirror_cmd, offsets_cmd, plan_cmd, status_cmd, topology_cmd
+    from geokafka.cli import (
+        bench_cmd,
+        check_cmd,
+        clusters_cmd,
+        demo_cmd,
+        drill_cmd,
+        failover_cmd,
+        guard_cmd,
+        mirror_cmd,
+        offsets_cmd,
+        plan_cmd,
+        status_cmd,
+        topology_cmd,
+    )
 
-    for module in (demo_cmd, bench_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, offsets_cmd, plan_cmd, drill_cmd, guard_cmd, status_cmd, check_cmd):
+    for module in (demo_cmd, bench_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, offsets_cmd, plan_cmd,
+                   drill_cmd, guard_cmd, status_cmd, check_cmd):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -11,14 +11,15 @@ import time
 import click
 
 from geokafka.cli.context import CliContext, pass_ctx
-from geokafka.operations.status import StatusCollector, collect_status
+from geokafka.monitoring.collect import StatusCollector, collect_status
 
 _JSON_HELP = "machine-readable output on stdout (same as the global --json)"
 
 
 @click.command()
 @click.argument("flows", nargs=-1)
-@click.option("--watch", is_flag=True, help="keep observing every --interval seconds until Ctrl-C (throughput over the last minute)")
+@click.option("--watch", is_flag=True,
+              help="keep observing every --interval seconds until Ctrl-C (throughput over the last minute)")
 @click.option("--interval", default=2.0, type=click.FloatRange(min=0.2), help="seconds between observations with --watch")
 @click.option("--sample", "sample_s", default=2.0, type=click.FloatRange(min=0.0),
               help="one-shot: seconds between the two observations that give throughput (0: one observation, no throughput)")
@@ -36,8 +37,8 @@ def status(ctx: CliContext, flows: tuple[str, ...], watch: bool, interval: float
     whose heartbeat is older than 30 s is shown as `down`. When a source is unreachable, the
     last known progress and the mirror's last observation of the source give the RPO.
     """
-    from geokafka.operations.metrics import render_metrics
-    from geokafka.operations.status_render import render_report
+    from geokafka.monitoring.metrics import render_metrics
+    from geokafka.monitoring.status_render import render_report
 
     ctx.json_output = ctx.json_output or json_flag
     names = list(flows) or None
@@ -55,9 +56,9 @@ def _watch(ctx: CliContext, collector: StatusCollector, interval: float, prometh
     """Observe until Ctrl-C: a live table for people, one JSON document per line under --json."""
     from rich.live import Live
 
-    from geokafka.operations.metrics import render_metrics
-    from geokafka.operations.status_render import render_report
-    from geokafka.operations.throughput import History
+    from geokafka.monitoring.metrics import render_metrics
+    from geokafka.monitoring.status_render import render_report
+    from geokafka.monitoring.throughput import History
 
     history = History()
     try:
@@ -93,7 +94,7 @@ def dashboard(ctx: CliContext, flows: tuple[str, ...], host: str, port: int, int
     Also serves /api/status (JSON) and /metrics (Prometheus text, for a scrape job).
     Runs until Ctrl-C or SIGTERM.
     """
-    from geokafka.operations.dashboard import Dashboard
+    from geokafka.monitoring.dashboard import Dashboard
 
     board = Dashboard(ctx.topology, list(flows) or None, host, port, interval, history_min * 60)
     stop = threading.Event()

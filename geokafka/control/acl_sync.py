@@ -68,7 +68,11 @@ def describe_topic_acls(admin: ClusterAdmin) -> list[TopicAcl] | None:
     """Every topic ACL of the cluster; None when it has no authorizer."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import (
-        AclBindingFilter, AclOperation, AclPermissionType, ResourcePatternType, ResourceType,
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
     )
 
     flt = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None,

@@ -7,19 +7,16 @@ agree on addresses and security. Secrets are read from their env var or file her
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from geokafka.errors import AuthError, TopologyError
+from geokafka.secrets import jaas_quote, read_secret, remember_secret
 from geokafka.topology.local_files import local_ca_file
 from geokafka.topology.ports import broker_ports
-from geokafka.topology.schema import Cluster, Pipeline, SecretRef, Topology
+from geokafka.topology.schema import Cluster, Pipeline, Topology
 
 _DEFAULT_STATE_DIR: Path = Pipeline.model_fields["state_dir"].default
-REDACTED = "******"
-_MIN_REDACTED = 4  # shorter secrets are not searched for: they would shred ordinary words
-_seen_secrets: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -90,47 +87,6 @@ def cluster_connection(name: str, cluster: Cluster, state_dir: Path | None = Non
     return ClusterConnection(name=name, bootstrap=bootstrap, security=settings)
 
 
-def read_secret(ref: SecretRef | None, where: str) -> str:
-    """The secret value behind ``ref``; errors name the reference, never the value.
-
-    Every value read is remembered (in memory) so that :func:`redact` can remove it from
-    text that came from elsewhere (a Java stack trace, a broker's message).
-    """
-    if ref is None:
-        raise AuthError(f"{where}: no secret configured")
-    if ref.env is not None:
-        value = os.environ.get(ref.env)
-        if value is None:
-            raise AuthError(f"{where}: environment variable {ref.env} is not set")
-    else:
-        assert ref.file is not None
-        try:
-            value = ref.file.read_text(encoding="utf-8").rstrip("\n")
-        except OSError as exc:
-            raise AuthError(f"{where}: cannot read secret file {ref.file}: {exc.strerror}") from None
-    remember_secret(value)
-    return value
-
-
-def remember_secret(value: str) -> None:
-    """Have :func:`redact` hide ``value`` (and its JAAS-escaped form) from now on."""
-    for form in (value, jaas_quote(value)):
-        if len(form) >= _MIN_REDACTED:
-            _seen_secrets.add(form)
-
-
-def redact(text: str) -> str:
-    """``text`` with every secret this process has read replaced by ``******``.
-
-    The last line of defence for text geokafka did not write itself (Spark and Kafka
-    errors) before it is printed or stored; geokafka's own messages never hold secrets.
-    """
-    for secret in sorted(_seen_secrets, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
-
-
 def _java_security(name: str, settings: dict[str, str]) -> dict[str, str]:
     """Translate librdkafka security settings to the Java client's names."""
     java: dict[str, str] = {"security.protocol": settings["security.protocol"].upper()}
@@ -180,8 +136,3 @@ def _read_pem(name: str, key: str, path: str | None) -> str:
     if "-----BEGIN " not in text:
         raise AuthError(f"cluster {name}: security.{key} {path} is not PEM")
     return text
-
-
-def jaas_quote(value: str) -> str:
-    """Escape a value for a double-quoted JAAS option (the parser unescapes backslashes too)."""
-    return value.replace("\\", "\\\\").replace('"', '\\"')

@@ -31,6 +31,7 @@ from geokafka.control.connection import ClusterConnection
 from geokafka.control.rpo import observation_key as ends_key  # noqa: F401 - public here too
 from geokafka.control.state_keys import STATE_TOPIC, progress_key  # noqa: F401 - public here too
 from geokafka.errors import KafkaOperationError
+
 _STATE_CONFIGS = {
     "cleanup.policy": "compact",
     "min.cleanable.dirty.ratio": "0.1",
@@ -124,7 +125,8 @@ def write_state(conn: ClusterConnection, entries: dict[str, dict[str, Any] | Non
         producer.produce(STATE_TOPIC, key=key.encode(), value=payload, partition=0, on_delivery=on_delivery)
     remaining = producer.flush(timeout_s)
     if remaining or errors:
-        raise_mapped(conn, f"writing {STATE_TOPIC}", KafkaException(KafkaError(KafkaError._TIMED_OUT, errors[0] if errors else "timed out")))
+        reason = errors[0] if errors else "timed out"
+        raise_mapped(conn, f"writing {STATE_TOPIC}", KafkaException(KafkaError(KafkaError._TIMED_OUT, reason)))
 
 
 _PRODUCERS: dict[tuple[str, str], Producer] = {}

@@ -20,8 +20,8 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from geokafka.control.connection import jaas_quote, read_secret
 from geokafka.infra.certs import BrokerTls, ensure_broker_tls
+from geokafka.secrets import jaas_quote, read_secret
 from geokafka.topology.schema import SecretRef
 
 SCRAM_ITERATIONS = 8192

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError
-from geokafka.infra import jars
+from geokafka.artifacts import jars
 from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
 from geokafka.infra.processes import running_pid, signal_process, start_process, stop_process, stop_processes
 
@@ -349,7 +349,7 @@ def _prepare_node(
         out.write(text)
     if (node_dir / "data" / "meta.properties").exists():
         return None
-    return subprocess.Popen(  # noqa: S603 - the command is built by geokafka
+    return subprocess.Popen(
         ["java", "-cp", classpath, *_jvm_logging(node_dir), "kafka.tools.StorageTool", "format",
          "-t", cluster_id, "-c", str(config), "--ignore-formatted", *auth.format_args()],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,

@@ -143,7 +143,7 @@ def _zombie(pid: int) -> bool:
 def _ip(*args: str, check: bool = True) -> str:
     """Run ``ip ARGS``; its stdout. With ``check``, a failure is an :class:`EnvironmentError_`."""
     try:
-        proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=False)  # noqa: S603
+        proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentError_(f"ip {' '.join(args)}: {exc}") from None
     if check and proc.returncode != 0:

@@ -17,7 +17,7 @@ def start_process(cmd: list[str], pid_file: Path, log_file: Path, marker: str, c
     """Start ``cmd`` detached from this session, logging to ``log_file``; record it in ``pid_file``."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "ab") as log:
-        proc = subprocess.Popen(  # noqa: S603 - the command is built by geokafka, not a shell
+        proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True
         )
     pid_file.write_text(f"{proc.pid}\n{marker}\n", encoding="utf-8")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from geokafka import errors
-from geokafka.control.connection import redact
+from geokafka.secrets import redact
 
 _SINK_KINDS: dict[str, type[errors.GeokafkaError]] = {
     "RECORD_TOO_LARGE": errors.RecordTooLargeError,

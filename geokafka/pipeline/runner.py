@@ -16,12 +16,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from geokafka import errors
+from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
 from geokafka.control.rpo import RATE_WINDOW, Observation, observation_key, peak_rate
-from geokafka.control.topic_identity import encode as encode_topic_id
-from geokafka.control.topic_identity import recreations, stored_topic_ids, topic_id_key
 from geokafka.control.selection import select_topics
 from geokafka.control.state_keys import progress_key
 from geokafka.control.state_store import (
@@ -33,7 +32,8 @@ from geokafka.control.state_store import (
     set_flow_state,
     write_state,
 )
-from geokafka.control.acl_sync import sync_topic_acls
+from geokafka.control.topic_identity import encode as encode_topic_id
+from geokafka.control.topic_identity import recreations, stored_topic_ids, topic_id_key
 from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
 from geokafka.pipeline.assignment import Assignment, data_loss_error, fence_writers, find_gaps, plan_assignment
 from geokafka.pipeline.failures import classify

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pathlib import Path
-
-from geokafka.infra.jars import sink_jar, spark_kafka_jars
+from geokafka.artifacts.jars import sink_jar, spark_kafka_jars
+from geokafka.pipeline.class_archive import java_options
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,8 +51,6 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
-
-    from geokafka.pipeline.class_archive import java_options
 
     jars = driver_classpath()
     builder = SparkSession.builder.master(master).appName(app_name)

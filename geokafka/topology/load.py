@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 import yaml
 from pydantic import ValidationError
 

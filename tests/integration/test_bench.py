@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    proc = subprocess.run(  # noqa: S603
+    proc = subprocess.run(
         [sys.executable, "-m", "geokafka", "--json", "bench", "--quick", "--out", str(out)],
         capture_output=True, text=True, timeout=1200, check=False,
     )

@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from kafka_util import create_topic, produce, read_all
 
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import LocalClusterSpec, ports_of, running_nodes
 from geokafka.topology import load_topology
-from kafka_util import create_topic, produce, read_all
 
 pytestmark = pytest.mark.integration
 

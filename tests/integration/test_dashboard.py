@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
-
-from geokafka.operations.dashboard import Dashboard
-from geokafka.topology.schema import Topology
 from kafka_util import create_topic, produce
 from pipeline_util import running_mirror, wait_for, with_flows
+from prometheus_client.parser import text_string_to_metric_families
+
+from geokafka.monitoring.dashboard import Dashboard
+from geokafka.topology.schema import Topology
 
 pytestmark = pytest.mark.integration
 
@@ -28,7 +28,7 @@ GEOKAFKA = Path(sys.executable).with_name("geokafka")
 
 def fetch(url: str) -> tuple[str, str]:
     """(content type, body) of a GET."""
-    with urllib.request.urlopen(url, timeout=30) as res:  # noqa: S310 - loopback test server
+    with urllib.request.urlopen(url, timeout=30) as res:
         return res.headers["Content-Type"], res.read().decode()
 
 

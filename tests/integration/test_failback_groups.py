@@ -8,11 +8,11 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-from geokafka.control.failback import failback
-from geokafka.control.failover import failover
 from kafka_util import create_topic, produce
 from pipeline_util import running_mirror, with_flows
+
+from geokafka.failover.failback import failback
+from geokafka.failover.failover import failover
 
 pytestmark = pytest.mark.integration
 

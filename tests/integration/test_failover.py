@@ -8,15 +8,15 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-
-from geokafka.control.failback import failback
-from geokafka.control.failover import failover
-from geokafka.control.provenance import source_position
-from geokafka.control.state_store import ends_key, read_state
-from geokafka.infra.local_cluster import kill_node, start_cluster
+from confluent_kafka import Consumer, Producer
 from kafka_util import create_topic, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
+
+from geokafka.control.provenance import source_position
+from geokafka.control.state_store import ends_key, read_state
+from geokafka.failover.failback import failback
+from geokafka.failover.failover import failover
+from geokafka.infra.local_cluster import kill_node, start_cluster
 
 pytestmark = pytest.mark.integration
 

@@ -12,10 +12,10 @@ import signal
 import time
 
 import pytest
-
-from geokafka.infra.local_cluster import kill_node, start_node, wait_until_ready
 from kafka_util import assert_same_records, create_topic, numbered_records, produce, read_all
 from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
+
+from geokafka.infra.local_cluster import kill_node, start_node, wait_until_ready
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

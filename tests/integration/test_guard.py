@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from geokafka.drills.stretch import StretchDrillOptions, run_stretch_drill
+from geokafka.drills.stretch import stretch_cluster as sc
+from geokafka.drills.stretch.guarded import GuardThread
 from geokafka.infra.local_cluster import kill_node
-from geokafka.operations.drill import StretchDrillOptions, run_stretch_drill
-from geokafka.operations.drill import stretch_cluster as sc
-from geokafka.operations.drill.guarded import GuardThread
 from geokafka.planning import PRESETS, plan_stretch
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kafka_util import assert_same_records, create_topic, numbered_records, produce, read_all
+from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
@@ -23,8 +25,6 @@ from geokafka.errors import ClusterUnreachableError
 from geokafka.infra import netns
 from geokafka.infra.local_cluster import LocalClusterSpec, NodeSpec, start_cluster, stop_cluster
 from geokafka.topology.schema import Cluster, Topology
-from kafka_util import assert_same_records, create_topic, numbered_records, produce, read_all
-from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 

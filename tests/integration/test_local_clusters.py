@@ -9,10 +9,10 @@ from typing import TypeVar
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from kafka_util import create_topic, produce, read_all
 
 from geokafka.control.connection import ClusterConnection
 from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, listening_ports, running_nodes, start_node
-from kafka_util import create_topic, produce, read_all
 
 pytestmark = pytest.mark.integration
 

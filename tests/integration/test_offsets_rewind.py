@@ -9,12 +9,12 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-
-from geokafka.control.failover import failover
-from geokafka.control.provenance import source_position
-from geokafka.topology.schema import Cluster, Topology
 from kafka_util import create_topic, numbered_records, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
+
+from geokafka.control.provenance import source_position
+from geokafka.failover.failover import failover
+from geokafka.topology.schema import Cluster, Topology
 
 pytestmark = pytest.mark.integration
 

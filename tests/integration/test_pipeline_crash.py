@@ -14,14 +14,15 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 import yaml
-
-from geokafka.control.provenance import source_position
 from kafka_util import create_topic, produce, read_all
 from pipeline_util import wait_for, with_flows
+
+from geokafka.control.provenance import source_position
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -111,7 +112,7 @@ def test_twenty_kill_minus_nine_lose_nothing_duplicate_nothing(base_topology, ea
                 kills["driver"] += 1
                 proc = _start_mirror(topology_file, log)
             else:  # 15 executor kills: one of the JVMs writing the batches, which Spark replaces
-                wait_for(lambda: len(_executors(proc.pid)) == 2, 180, "two Spark executor JVMs")
+                wait_for(partial(lambda pid: len(_executors(pid)) == 2, proc.pid), 180, "two Spark executor JVMs")
                 time.sleep(rng.uniform(0.5, 5.0))
                 victims = _executors(proc.pid)
                 try:

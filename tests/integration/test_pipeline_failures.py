@@ -8,10 +8,10 @@ import time
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
-
-from geokafka.errors import DataLossError, RecordTooLargeError
 from kafka_util import create_topic, numbered_records, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
+
+from geokafka.errors import DataLossError, RecordTooLargeError
 
 pytestmark = pytest.mark.integration
 

@@ -6,11 +6,11 @@ import time
 
 import pytest
 from confluent_kafka import Producer
+from kafka_util import create_topic, produce, read_all
+from pipeline_util import running_mirror, wait_for, with_flows
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.provenance import SourcePosition, source_position, user_headers
-from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
 
 pytestmark = pytest.mark.integration
 

@@ -6,10 +6,10 @@ import time
 from collections import Counter
 
 import pytest
-
-from geokafka.control.provenance import ORIGIN_HEADER, header_value, user_headers
 from kafka_util import create_topic, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
+
+from geokafka.control.provenance import ORIGIN_HEADER, header_value, user_headers
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +90,7 @@ def test_fan_in_prefix_and_identity_aggregate(base_topology, east, west, south, 
     assert by_origin == {b"east": 120, b"west": 80}  # every record traceable to its site
     for site, conn, n in (("east", east, 120), ("west", west, 80)):
         source = read_all(conn, topic)
+        assert len(source) == n
         copies = [r for r in aggregate if header_value(list(r.headers), ORIGIN_HEADER) == site.encode()]
         assert [(r.partition, r.key, r.value) for r in copies] == [(r.partition, r.key, r.value) for r in source]
         assert [tuple(user_headers(r.headers)) for r in copies] == [r.headers for r in source]

@@ -15,10 +15,10 @@ from click.testing import CliRunner
 from confluent_kafka import Consumer, TopicPartition
 from kafka_util import create_topic, produce
 
+from geokafka.artifacts.jars import kafka_classpath
 from geokafka.cli.main import cli
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.offsets import GroupNotEmptyError, reset_offsets_to_datetime
-from geokafka.infra.jars import kafka_classpath
 from geokafka.topology.schema import Topology
 
 pytestmark = pytest.mark.integration

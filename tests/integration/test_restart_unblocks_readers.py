@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 import yaml
 from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
 from confluent_kafka._model import IsolationLevel
-
-from geokafka.control.connection import ClusterConnection
+from confluent_kafka.admin import AdminClient, OffsetSpec
 from kafka_util import create_topic, produce, read_all
 from pipeline_util import wait_for, with_flows
+
+from geokafka.control.connection import ClusterConnection
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -24,6 +24,8 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from kafka_util import create_topic, produce, read_all
+from pipeline_util import running_mirror, wait_for, with_flows
 
 from geokafka.cli.main import cli
 from geokafka.control.admin import ClusterAdmin
@@ -35,8 +37,6 @@ from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, start_clusters, stop_cluster
 from geokafka.topology import Topology, parse_topology
 from geokafka.topology.schema import SecretRef
-from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
 
 pytestmark = pytest.mark.integration
 
@@ -285,6 +285,6 @@ def _what_spark_shows(spark: Any, query_name: str) -> dict[str, str]:
                  "api/v1/applications/{app}/jobs", "SQL/", "StreamingQuery/", "environment/"]
         for page in pages:
             url = f"{ui}/{page.format(app=app)}"
-            with urllib.request.urlopen(url, timeout=20) as response:  # noqa: S310 - the local Spark UI
+            with urllib.request.urlopen(url, timeout=20) as response:
                 shown[page] = response.read().decode("utf-8", errors="replace")
     return shown

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from geokafka.control.provenance import source_position
 from kafka_util import create_topic, produce, read_all
 from pipeline_util import wait_for, with_flows
+
+from geokafka.control.provenance import source_position
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 

@@ -19,18 +19,18 @@ from pathlib import Path
 import pytest
 import yaml
 from confluent_kafka import Producer
+from kafka_util import create_topic, produce, read_all
+from pipeline_util import running_mirror, wait_for, with_flows
 from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_store import ends_key, ensure_state_topic, read_state, write_state
-from geokafka.operations.metrics import render_metrics
-from geokafka.operations.status import collect_status
-from geokafka.operations.status_render import render_report
+from geokafka.monitoring.collect import collect_status
+from geokafka.monitoring.metrics import render_metrics
+from geokafka.monitoring.status_render import render_report
 from geokafka.topology.schema import Topology
-from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
 
 pytestmark = pytest.mark.integration
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from geokafka.drills.stretch import StretchDrillOptions, run_stretch_drill
+from geokafka.drills.stretch.stretch_cluster import cluster_spec
 from geokafka.infra.local_cluster import running_nodes
-from geokafka.operations.drill import StretchDrillOptions, run_stretch_drill
-from geokafka.operations.drill.stretch_cluster import cluster_spec
 from geokafka.planning import PRESETS, layout_of
 
 pytestmark = pytest.mark.integration

@@ -7,10 +7,10 @@ import time
 
 import pytest
 from confluent_kafka.admin import AdminClient
-
-from geokafka.errors import DataLossError
 from kafka_util import create_topic, numbered_records, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
+
+from geokafka.errors import DataLossError
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +26,7 @@ def recreate(conn, topic: str, per_partition: int, start: int) -> None:
         try:
             create_topic(conn, topic, partitions=PARTITIONS, rf=3)
             break
-        except Exception:  # noqa: BLE001 - TOPIC_ALREADY_EXISTS while it is still being deleted
+        except Exception:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)

@@ -14,11 +14,11 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kafka_util import create_topic, produce, read_all
+from pipeline_util import running_mirror, wait_for, with_flows
 
 from geokafka.control.acl_sync import TopicAcl, describe_topic_acls
 from geokafka.control.admin import ClusterAdmin
-from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from geokafka.control.connection import cluster_connection, connection, read_secret
+from geokafka.control.connection import cluster_connection, connection
 from geokafka.errors import AuthError, TopologyError
+from geokafka.secrets import read_secret
 from geokafka.topology import Topology, parse_topology
 from geokafka.topology.schema import SecretRef
 

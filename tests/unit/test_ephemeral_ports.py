@@ -22,7 +22,7 @@ def test_only_ports_inside_the_range_are_named() -> None:
 
 
 def test_the_built_in_drill_layouts_stay_below_the_usual_range() -> None:
-    from geokafka.operations.drill.stretch_cluster import cluster_spec
+    from geokafka.drills.stretch.stretch_cluster import cluster_spec
     from geokafka.planning import PRESETS, plan_stretch
 
     for name, stretch in PRESETS.items():

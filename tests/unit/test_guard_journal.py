@@ -7,9 +7,9 @@ from rich.console import Console
 from geokafka.guard.journal import Entry, known_brokers, members_text, outstanding
 from geokafka.guard.model import Action, Broker
 from geokafka.guard.summary import summarize
-from geokafka.operations.metrics import render_metrics
-from geokafka.operations.status import StatusReport
-from geokafka.operations.status_render import render_report
+from geokafka.monitoring.metrics import render_metrics
+from geokafka.monitoring.status import StatusReport
+from geokafka.monitoring.status_render import render_report
 
 LOWER = Action("lower-min-isr", "orders", "dc1", 2, 3, "dc1 lost").to_dict()
 RESTORE = Action("restore-min-isr", "orders", "dc1", 3, 2, "dc1 back").to_dict()

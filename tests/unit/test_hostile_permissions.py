@@ -105,4 +105,5 @@ def test_missing_result_carries_its_acl_and_ok_does_not(topology) -> None:  # ty
 
 def test_cluster_resource_acl() -> None:
     p = Permission("x", "target", "west", "User:u", "Cluster", "kafka-cluster", "IdempotentWrite")
-    assert acl_command(p) == "kafka-acls --bootstrap-server <bootstrap> --add --allow-principal User:u --operation IdempotentWrite --cluster"
+    assert acl_command(p) == ("kafka-acls --bootstrap-server <bootstrap> --add --allow-principal User:u "
+                              "--operation IdempotentWrite --cluster")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from geokafka.operations.metrics import render_metrics
-from geokafka.operations.status import FlowStatus, PartitionStatus, Rpo, StatusReport, Throughput
+from geokafka.monitoring.metrics import render_metrics
+from geokafka.monitoring.status import FlowStatus, PartitionStatus, Rpo, StatusReport, Throughput
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "grafana" / "geokafka-dashboard.json"
 

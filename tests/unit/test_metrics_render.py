@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from geokafka.operations.metrics import render_metrics
-from geokafka.operations.status import FlowStatus, PartitionStatus, Rpo, StatusReport, Throughput
+from geokafka.monitoring.metrics import render_metrics
+from geokafka.monitoring.status import FlowStatus, PartitionStatus, Rpo, StatusReport, Throughput
 
 
 def sample_report() -> StatusReport:

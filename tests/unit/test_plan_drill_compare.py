@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from geokafka.operations.drill import DrillObservation, PartitionObservation, compare
-from geokafka.operations.drill.compare import automatic_rto
-from geokafka.operations.drill.stretch_cluster import cluster_spec
-from geokafka.operations.drill.timeline import write_json, write_png
-from geokafka.operations.drill.traffic import AckLog
+from geokafka.drills.stretch import DrillObservation, PartitionObservation, compare
+from geokafka.drills.stretch.compare import automatic_rto
+from geokafka.drills.stretch.stretch_cluster import cluster_spec
+from geokafka.drills.stretch.timeline import write_json, write_png
+from geokafka.drills.stretch.traffic import AckLog
 from geokafka.planning import PRESETS, layout_of, plan_stretch
 
 
@@ -129,8 +129,8 @@ def test_report_files(tmp_path: Path) -> None:
 def test_drill_refuses_observers_before_starting_anything(tmp_path: Path) -> None:
     import pytest
 
+    from geokafka.drills.stretch import StretchDrillOptions, run_stretch_drill
     from geokafka.errors import TopologyError
-    from geokafka.operations.drill import StretchDrillOptions, run_stretch_drill
     from geokafka.topology.schema import Stretch, StretchDC
 
     s = Stretch(dcs={"a": StretchDC(brokers=2, controllers=1, observers=1), "b": StretchDC(brokers=2, controllers=1),
@@ -143,7 +143,7 @@ def test_drill_refuses_observers_before_starting_anything(tmp_path: Path) -> Non
 def test_drill_moves_aside_when_a_port_is_taken(tmp_path: Path) -> None:
     import socket
 
-    from geokafka.operations.drill.stretch_cluster import cluster_on_free_ports
+    from geokafka.drills.stretch.stretch_cluster import cluster_on_free_ports
 
     layout = layout_of(PRESETS["3dc"])
     with socket.socket() as holder:

@@ -126,7 +126,7 @@ def test_impossible_topics_are_topology_errors(rf: int, min_isr: int, message: s
 
 
 def test_public_surface() -> None:
-    import geokafka.operations.drill as drill
+    import geokafka.drills.stretch as drill
     import geokafka.planning as planning
 
     for module in (planning, drill):

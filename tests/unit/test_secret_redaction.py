@@ -14,10 +14,11 @@ from confluent_kafka import KafkaError, KafkaException
 from geokafka.cli.main import cli
 from geokafka.control import admin as admin_module
 from geokafka.control.admin import raise_mapped, refusal_of
-from geokafka.control.connection import REDACTED, ClusterConnection, connection, redact
+from geokafka.control.connection import ClusterConnection, connection
 from geokafka.errors import AuthError, ClusterUnreachableError, GeokafkaError, KafkaOperationError
-from geokafka.operations.status import FlowStatus, StatusReport, mirror_details
+from geokafka.monitoring.status import FlowStatus, StatusReport, mirror_details
 from geokafka.pipeline.failures import failure_error
+from geokafka.secrets import REDACTED, redact
 from geokafka.topology import Topology, parse_topology
 
 SECRET = 'Rdct-"s3cr3t"\\pw'

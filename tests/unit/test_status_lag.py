@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from geokafka.operations.status import (
-    PartitionStatus, flow_rpo, headline_state, mirror_details, observed_lag, partition_lag, raw_lag,
+from geokafka.monitoring.status import (
+    PartitionStatus,
+    flow_rpo,
+    headline_state,
+    mirror_details,
+    observed_lag,
+    partition_lag,
+    raw_lag,
 )
 
 NOW = 1_700_000_000_000

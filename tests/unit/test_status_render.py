@@ -6,8 +6,8 @@ import json
 
 from rich.console import Console
 
-from geokafka.operations.status import FlowStatus, PartitionStatus, Rpo, StatusReport, Throughput
-from geokafka.operations.status_render import fmt_seconds, render_report
+from geokafka.monitoring.status import FlowStatus, PartitionStatus, Rpo, StatusReport, Throughput
+from geokafka.monitoring.status_render import fmt_seconds, render_report
 
 
 def text_of(report: StatusReport) -> str:

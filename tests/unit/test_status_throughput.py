@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from geokafka.operations.status import FlowStatus, PartitionStatus, Rpo, StatusReport
-from geokafka.operations.throughput import History, annotate, mean_record_bytes
+from geokafka.monitoring.status import FlowStatus, PartitionStatus, Rpo, StatusReport
+from geokafka.monitoring.throughput import History, annotate, mean_record_bytes
 
 T0 = 1_700_000_000_000
 

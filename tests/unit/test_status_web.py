@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-WEB = resources.files("geokafka.operations").joinpath("web")
+WEB = resources.files("geokafka.monitoring").joinpath("web")
 
 
 def test_page_files_are_packaged():

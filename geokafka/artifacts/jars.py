@@ -1,0 +1,155 @@
+"""Resolve the pinned Kafka and Spark-Kafka jars from Maven Central with ``mvn``, once.
+
+The poms next to this file pin the versions. Each set is copied into its own cache folder
+(``~/.cache/geokafka/jars/<name>-<version>``), written to a temporary folder first and
+renamed when complete, so an interrupted fetch never leaves a half-filled cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from geokafka.errors import EnvironmentError_
+
+_POMS = Path(__file__).with_name("poms")
+KAFKA_VERSION = "4.1.1"
+SPARK_VERSION = "4.1.1"
+
+# pyspark ships Spark and its common libraries; only the connector and Kafka's client are added.
+_SPARK_ARTIFACTS = "spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2"
+
+
+@dataclass(frozen=True)
+class JarSet:
+    """A named set of jars resolved from one pom."""
+
+    name: str
+    version: str
+    pom: Path
+    include_artifacts: str | None = None
+
+
+KAFKA = JarSet("kafka", KAFKA_VERSION, _POMS / "kafka.pom.xml")
+SPARK_KAFKA = JarSet("spark-kafka", SPARK_VERSION, _POMS / "spark.pom.xml", _SPARK_ARTIFACTS)
+
+
+def cache_root() -> Path:
+    """Where jar sets are cached (``$GEOKAFKA_CACHE`` or ``~/.cache/geokafka``)."""
+    return Path(os.environ.get("GEOKAFKA_CACHE", Path.home() / ".cache" / "geokafka")) / "jars"
+
+
+def jar_dir(jars: JarSet) -> Path:
+    """The folder of a resolved jar set, fetching it first if needed."""
+    target = cache_root() / f"{jars.name}-{jars.version}"
+    if (target / ".complete").exists():
+        return target
+    _fetch(jars, target)
+    return target
+
+
+def kafka_classpath() -> str:
+    """Java classpath of the Kafka broker, tools and MirrorMaker 2."""
+    return str(jar_dir(KAFKA) / "*")
+
+
+def spark_kafka_jars() -> list[Path]:
+    """The jars Spark needs on its classpath to read Kafka."""
+    return sorted(jar_dir(SPARK_KAFKA).glob("*.jar"))
+
+
+SINK_MODULE = Path(__file__).resolve().parents[2] / "jvm"
+"""The Maven module of geokafka's Spark sink (in the repository, next to the package)."""
+
+
+def sink_jar() -> Path:
+    """geokafka's Spark sink, built with ``mvn`` against the pinned pyspark and Kafka client when
+    missing or when its sources changed (cached per source digest, staged and renamed when complete)."""
+    kafka_clients = next(iter(sorted(jar_dir(SPARK_KAFKA).glob("kafka-clients-*.jar"))))
+    spark_jars = _pyspark_jars()
+    digest = hashlib.sha256()
+    for path in sorted([SINK_MODULE / "pom.xml", *(SINK_MODULE / "src").rglob("*")]):
+        if path.is_file():
+            digest.update(str(path.relative_to(SINK_MODULE)).encode() + b"\0" + path.read_bytes())
+    digest.update(f"{SPARK_VERSION}:{kafka_clients.name}".encode())
+    target = cache_root() / f"geokafka-spark-{digest.hexdigest()[:16]}"
+    jar = target / "geokafka-spark.jar"
+    if jar.exists():
+        return jar
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise EnvironmentError_("mvn not found on PATH: install Maven to build geokafka's Spark sink")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".geokafka-spark-", dir=target.parent))
+    cmd = [mvn, "-q", "-B", "-f", str(SINK_MODULE / "pom.xml"), "package", f"-Dpyspark.jars={spark_jars}",
+           f"-Dkafka.clients.jar={kafka_clients}", f"-Dbuild.dir={staging / 'build'}"]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    built = staging / "build" / "geokafka-spark.jar"
+    if result.returncode != 0 or not built.exists():
+        shutil.rmtree(staging, ignore_errors=True)
+        errors = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
+        raise EnvironmentError_(f"mvn could not build geokafka's Spark sink ({SINK_MODULE}): "
+                                f"{(errors or ['no jar built'])[0].strip()}")
+    built.rename(staging / "geokafka-spark.jar")
+    shutil.rmtree(staging / "build", ignore_errors=True)
+    for old in target.parent.glob("geokafka-spark-*"):
+        shutil.rmtree(old, ignore_errors=True)  # earlier builds are never used again
+    staging.rename(target)
+    return jar
+
+
+def _pyspark_jars() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or spec.origin is None:
+        raise EnvironmentError_("pyspark is not installed: run ./run to create the environment")
+    return Path(spec.origin).parent / "jars"
+
+
+def _fetch(jars: JarSet, target: Path) -> None:
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise EnvironmentError_("mvn not found on PATH: install Maven to fetch the Kafka jars")
+    _check_pinned(jars)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{jars.name}-", dir=target.parent))
+    cmd = [
+        mvn, "-q", "-B", "-f", str(jars.pom), "dependency:copy-dependencies",
+        "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
+    ]
+    if jars.include_artifacts:
+        cmd.append(f"-DincludeArtifactIds={jars.include_artifacts}")
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if result.returncode != 0 or not any(staging.glob("*.jar")):
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = (result.stdout + result.stderr).strip().splitlines()[-1:] or ["no jars resolved"]
+        raise EnvironmentError_(f"mvn could not resolve {jars.name} {jars.version}: {tail[0]}")
+    (staging / ".complete").write_text(jars.version + "\n")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+
+
+def _check_pinned(jars: JarSet) -> None:
+    """The pom and this module must name the same version."""
+    text = jars.pom.read_text(encoding="utf-8")
+    found = re.search(r"<(?:kafka|spark)\.version>([^<]+)<", text)
+    if found is None or found.group(1) != jars.version:
+        raise EnvironmentError_(f"{jars.pom.name} pins {found and found.group(1)}, geokafka expects {jars.version}")
+
+
+def main() -> None:
+    """``python -m geokafka.artifacts.jars``: fetch every jar set (used by ./run)."""
+    for jar_set in (KAFKA, SPARK_KAFKA):
+        print(f"{jar_set.name} {jar_set.version}: {jar_dir(jar_set)}")
+    print(f"geokafka-spark: {sink_jar()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""MirrorMaker 2 in dedicated mode (``org.apache.kafka.connect.mirror.MirrorMaker``) from the fetched jars.
+
+Tuned like geokafka's writer where the settings exist: producer acks=all, linger.ms=5,
+batch.size=1000000, compression lz4; tasks.max = the machine's cores. Differences that stay:
+MM2 runs twice: at-least-once, and exactly-once (KIP-618 ``exactly.once.source.support=enabled``,
+transactional like geokafka; it needs the internal REST listener). Source aliases ``mm2src`` and
+``mm2eos`` so that MM2's target topics (``mm2src.<topic>``) never clash with geokafka's (``src.<topic>``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from geokafka.bench.replicator import run_replicator
+from geokafka.bench.setup import DST, SRC
+from geokafka.artifacts import jars
+
+LOG4J = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
+ALIAS = "mm2src"
+EOS_ALIAS = "mm2eos"
+EOS_REST_PORT = 24083
+
+
+def mm2_properties(topics: list[str], tasks: int, exactly_once: bool = False) -> str:
+    """The generated mm2.properties for replicating exactly ``topics``."""
+    alias = EOS_ALIAS if exactly_once else ALIAS
+    regex = "|".join(t.replace(".", "\\\\.") for t in topics)
+    props = {
+        "clusters": f"{alias}, dst",
+        f"{alias}.bootstrap.servers": SRC,
+        "dst.bootstrap.servers": DST,
+        f"{alias}->dst.enabled": "true",
+        f"dst->{alias}.enabled": "false",
+        f"{alias}->dst.topics": regex,
+        "tasks.max": str(tasks),
+        "replication.factor": "1",
+        "checkpoints.topic.replication.factor": "1",
+        "heartbeats.topic.replication.factor": "1",
+        "offset-syncs.topic.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        "config.storage.replication.factor": "1",
+        "sync.topic.acls.enabled": "false",
+        "emit.heartbeats.enabled": "false",
+        "emit.checkpoints.enabled": "false",
+        "sync.group.offsets.enabled": "false",
+        "refresh.topics.interval.seconds": "2",
+        "dedicated.mode.enable.internal.rest": "false",
+        "plugin.discovery": "service_load",
+        "offset.flush.interval.ms": "5000",
+        # producer (the writer side), equal to geokafka's writer
+        "dst.producer.acks": "all",
+        "dst.producer.linger.ms": "5",
+        "dst.producer.batch.size": "1000000",
+        "dst.producer.compression.type": "lz4",
+        "dst.producer.max.request.size": "8388608",
+        f"{alias}->dst.producer.override.acks": "all",
+        # consumer (the reader side): large fetches, like Spark's Kafka source
+        f"{alias}.consumer.max.poll.records": "2000",
+        f"{alias}.consumer.fetch.max.bytes": "52428800",
+        f"{alias}.consumer.max.partition.fetch.bytes": "8388608",
+    }
+    if exactly_once:
+        props.update({
+            "exactly.once.source.support": "enabled",
+            "dedicated.mode.enable.internal.rest": "true",
+            "listeners": f"http://127.0.0.1:{EOS_REST_PORT}",
+            f"{alias}.consumer.isolation.level": "read_committed",
+        })
+    return "".join(f"{k} = {v}\n" for k, v in props.items())
+
+
+def run_mm2(work: Path, topic: str, records: int, size: int, lat_topic: str | None, exactly_once: bool = False,
+            **kw: Any) -> dict[str, Any]:
+    """Replicate ``topic`` (and ``lat_topic``) with MM2 until the target holds ``records``."""
+    tasks = os.cpu_count() or 2
+    work.mkdir(parents=True, exist_ok=True)
+    name = "mm2-eos" if exactly_once else "mm2"
+    alias = EOS_ALIAS if exactly_once else ALIAS
+    config = work / f"{name}-{topic}.properties"
+    config.write_text(mm2_properties([t for t in (topic, lat_topic) if t], tasks, exactly_once))
+    cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={work}",
+           "-cp", jars.kafka_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(config),
+           "--clusters", "dst"]
+    result = run_replicator(name, cmd, work / f"{name}-{topic}.log", topic=topic, target_topic=f"{alias}.{topic}",
+                            records=records, size=size, lat_topic=lat_topic,
+                            lat_target=f"{alias}.{lat_topic}" if lat_topic else None, **kw)
+    result["config"] = {"tasks.max": tasks, "mode": "dedicated", "exactly_once": exactly_once, "file": str(config)}
+    return result

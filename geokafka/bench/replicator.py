@@ -1,0 +1,104 @@
+"""Run one replicator process (MM2 or geokafka) over a prepared topic: throughput, CPU, RSS, latency."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from geokafka.bench.procstat import TreeSampler
+from geokafka.bench.setup import DST, SRC
+from geokafka.bench.watch import FirstWritten, TargetCounter, latency_probe
+
+
+def run_replicator(
+    name: str, cmd: list[str], log: Path, *, topic: str, target_topic: str, records: int, size: int,
+    lat_topic: str | None = None, lat_target: str | None = None, lat_rate: float = 500, lat_s: float = 5,
+    timeout_s: float = 600, env: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Start ``cmd``; measure until ``target_topic`` holds ``records``; then the latency probe; stop it."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("w") as out:
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env={**os.environ, **(env or {})})
+    sampler = TreeSampler(proc.pid).start()
+    counter = TargetCounter(DST, target_topic, records)
+    marks: dict[str, float] = {}
+
+    def first() -> None:
+        sampler.sample()
+        marks["cpu_first"] = sampler.cpu_s
+
+    def first_written() -> None:
+        sampler.sample()
+        marks["cpu_written"] = sampler.cpu_s
+        marks["count_written"] = counter.count
+
+    counter.on_first = first
+    written = FirstWritten(DST, target_topic)
+    written.on_first = first_written
+    written.start()
+    counter.start()
+    result: dict[str, Any] = {"contender": name, "records": records, "record_bytes": size, "topic": topic}
+    try:
+        deadline = t0 + timeout_s
+        while time.monotonic() < deadline and not counter.wait(1.0):
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {proc.returncode} (see {log})")
+        if counter.done_at is None:
+            raise RuntimeError(f"{name}: {counter.count:,}/{records:,} records on the target after {timeout_s:.0f}s")
+        sampler.sample()
+        cpu_done = sampler.cpu_s
+        first_at = counter.first_at or t0
+        wall = counter.done_at - t0
+        # the window opens when the first record is written (committed or not: a transactional
+        # replicator writes long before its first commit is visible) and closes when the last is
+        # visible; it excludes process start, and is used when it holds most of the data and
+        # lasts long enough to mean something
+        if written.at is not None and marks.get("cpu_written") is not None:
+            opened, cpu_open, in_window = written.at, marks["cpu_written"], records - int(marks["count_written"])
+            basis = "first record written -> last visible (start excluded)"
+        else:
+            opened, cpu_open, in_window = first_at, marks.get("cpu_first"), records - counter.first_count
+            basis = "first record visible -> last (start excluded)"
+        steady = counter.done_at - opened
+        if steady > 0.5 and in_window >= records // 2 and cpu_open is not None:
+            seconds, cpu = steady, cpu_done - cpu_open
+        else:
+            in_window, seconds, cpu, basis = records, wall, cpu_done, "process start -> last record (start included)"
+        gb = in_window * size / 1e9
+        result.update({
+            "ran": True, "startup_s": round((written.at or first_at) - t0, 2),
+            "first_visible_s": round(first_at - t0, 2), "wall_s": round(wall, 2), "seconds": round(seconds, 3),
+            "basis": basis, "records_in_window": in_window, "records_per_s": round(in_window / seconds, 1),
+            "mb_per_s": round(in_window * size / 1e6 / seconds, 2),
+            "cpu_s": round(cpu, 2), "cpu_s_total": round(cpu_done, 2), "cpu_s_per_gb": round(cpu / gb, 1),
+            "peak_rss_mb": round(sampler.peak_rss / 1e6, 1), "processes": sampler.processes,
+        })
+        if lat_topic and lat_target:
+            result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s)
+            sampler.sample()
+            result["peak_rss_mb"] = round(sampler.peak_rss / 1e6, 1)
+    finally:
+        written.stop()
+        counter.stop()
+        sampler.stop()
+        _stop(proc)
+    return result
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    except ProcessLookupError:
+        pass

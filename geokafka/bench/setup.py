@@ -1,0 +1,124 @@
+"""The bench topology (two 1-broker local clusters), the data loader and target counters."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from geokafka.topology import Topology, parse_topology
+
+SRC_PORT, DST_PORT = 24092, 25092
+SRC = f"127.0.0.1:{SRC_PORT}"
+DST = f"127.0.0.1:{DST_PORT}"
+
+BENCH_TOPOLOGY = """
+clusters:
+  src:
+    bootstrap: {src}
+    local: {{brokers: 1, heap_mb: 768}}
+  dst:
+    bootstrap: {dst}
+    local: {{brokers: 1, heap_mb: 768}}
+flows:
+  bench:
+    source: src
+    target: dst
+    topics: {topics}
+    rename: prefix
+    sync: [configs, partitions]
+pipeline:
+  master: "local[2]"
+  state_dir: {state_dir}
+  trigger_ms: 0
+  max_records_per_batch: {max_batch}
+  producer_config: {{compression.type: lz4}}  # as MirrorMaker 2's and the raw producer's
+"""
+
+
+def bench_topology_text(state_dir: Path, topics: list[str] | None = None, max_batch: int = 200_000) -> str:
+    """YAML of the bench topology; the one flow ``bench`` replicates exactly ``topics`` (src -> dst, prefix)."""
+    names = topics or ["bench-none"]
+    regexes = "[" + ", ".join('"' + t.replace(".", "\\\\.") + '"' for t in names) + "]"
+    return BENCH_TOPOLOGY.format(src=SRC, dst=DST, topics=regexes, state_dir=state_dir.absolute(), max_batch=max_batch)
+
+
+def bench_topology(state_dir: Path, topics: list[str] | None = None) -> Topology:
+    """The parsed bench topology."""
+    return parse_topology(bench_topology_text(state_dir, topics), "<bench topology>")
+
+
+def _admin(bootstrap: str):  # type: ignore[no-untyped-def]
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    """Create ``topic`` (RF 1); an existing topic is left as it is."""
+    from confluent_kafka.admin import NewTopic
+
+    admin = _admin(bootstrap)  # kept referenced until the futures resolve
+    futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
+    for fut in futures.values():
+        try:
+            fut.result(timeout=30)
+        except Exception as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc) and "already exists" not in str(exc):
+                raise
+
+
+def load(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> float:
+    """Create ``topic`` and write ``records`` records of ``size`` value bytes, keyed, with 2 headers.
+
+    Returns the seconds the load took. Values are random bytes (incompressible-ish; lz4 gains little).
+    """
+    from confluent_kafka import Producer
+
+    create_topic(bootstrap, topic, partitions)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 1_000_000,
+                         "compression.type": "lz4", "queue.buffering.max.messages": 500_000})
+    pool = os.urandom(size + 4096)
+    headers = [("bench-h1", b"alpha"), ("bench-h2", b"0123456789")]
+    t0 = time.monotonic()
+    for i in range(records):
+        off = (i * 131) % 4096
+        while True:
+            try:
+                producer.produce(topic, pool[off:off + size], key=b"k%08d" % i, headers=headers, partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    remaining = producer.flush(120)
+    if remaining:
+        raise RuntimeError(f"loading {topic}: {remaining} records not delivered")
+    return time.monotonic() - t0
+
+
+def count(bootstrap: str, topic: str) -> int:
+    """Records in ``topic`` as the sum of high watermarks (0 if missing). Includes markers of transactions."""
+    from confluent_kafka import TopicPartition
+
+    consumer = _counter(bootstrap)
+    meta = consumer.list_topics(topic, timeout=5).topics.get(topic)
+    if meta is None or meta.error is not None or not meta.partitions:
+        return 0
+    total = 0
+    for p in meta.partitions:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
+        total += max(high, 0)
+    return total
+
+
+_COUNTERS: dict[str, object] = {}
+
+
+def _counter(bootstrap: str):  # type: ignore[no-untyped-def]
+    from confluent_kafka import Consumer
+
+    if bootstrap not in _COUNTERS:
+        _COUNTERS[bootstrap] = Consumer({"bootstrap.servers": bootstrap, "group.id": "geokafka-bench-counter",
+                                         "enable.auto.commit": False})
+    return _COUNTERS[bootstrap]

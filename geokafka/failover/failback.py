@@ -1,0 +1,140 @@
+"""Failback: bring the original source back as the primary after a failover.
+
+The reverse flow (``<flow>-failback``: target -> original source, same naming and guarantees)
+replicates what was written on the new primary during the outage back to the original site;
+records that started on the original site are not sent back (their ``gk.origin``). Once it
+has caught up -- producers on the new primary stopped -- the reverse flow is promoted (marked
+failed-over: the original site is primary again), every group is moved to the first record
+it has not processed at the original site (:mod:`geokafka.control.offsets.back`, which reads
+both flows' copies), and the original flow is released so ``geokafka mirror <flow>`` can
+resume.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from geokafka.control.admin import ClusterAdmin
+from geokafka.control.connection import connection
+from geokafka.control.offsets._groups_io import list_group_ids
+from geokafka.control.offsets.back import BackReport, move_groups_back
+from geokafka.control.selection import select_groups, select_topics
+from geokafka.control.state_store import flow_role, read_state, set_flow_role
+from geokafka.errors import FlowStateError
+from geokafka.failover.failover import FailoverReport, failover
+from geokafka.topology.schema import Flow, Topology
+
+FAILBACK_STEPS = [
+    "1. the original source site is back and reachable (checked)",
+    "2. replicate the new primary's writes back with the reverse flow {reverse} (running now)",
+    "3. stop producers on {target}; the reverse flow catches up (waited for)",
+    "4. promote {reverse}: translate consumer groups back to {source}, RPO 0 (done)",
+    "5. move producers and consumers back to {source}",
+    "6. restart `geokafka mirror {flow}` to protect {source} again",
+]
+
+
+def reverse_flow_name(flow_name: str) -> str:
+    """Name of the flow that carries writes back during failback."""
+    return f"{flow_name}-failback"
+
+
+def reverse_flow(flow: Flow) -> Flow:
+    """The original flow turned around: same topics, naming and groups; its group offsets are
+    moved by failback itself (a plain sync would translate from its own copies only)."""
+    sync = [kind for kind in flow.sync if kind != "group-offsets"]
+    return flow.model_copy(update={"source": flow.target, "target": flow.source, "sync": sync})
+
+
+def with_reverse_flow(topology: Topology, flow_name: str) -> Topology:
+    """The topology plus the reverse flow of ``flow_name`` (unless the file declares one)."""
+    name = reverse_flow_name(flow_name)
+    if name in topology.flows:
+        return topology
+    return topology.model_copy(update={"flows": {**topology.flows, name: reverse_flow(topology.flows[flow_name])}})
+
+
+@dataclass
+class FailbackReport:
+    """The steps taken, the promote report of the reverse flow and where the groups resume."""
+
+    flow: str
+    reverse: str
+    dry_run: bool = False
+    steps: list[str] = field(default_factory=list)
+    promote: FailoverReport | None = None
+    groups: BackReport | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"flow": self.flow, "reverse": self.reverse, "dry_run": self.dry_run, "steps": self.steps,
+                "promote": self.promote.to_dict() if self.promote else None,
+                "groups": self.groups.to_dict() if self.groups else None, "notes": self.notes}
+
+
+def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dry_run: bool = False) -> FailbackReport:
+    """Run the reverse flow until caught up, promote it, move the groups back, release the original flow.
+
+    ``dry_run`` checks what it can (the flow is failed over, the original site answers) and
+    says what would happen, changing nothing.
+    """
+    flow = topology.flow(flow_name)
+    target = connection(topology, flow.target)
+    if flow_role(read_state(target), flow_name) != "failed-over":
+        raise FlowStateError(f"flow {flow_name} is not failed over; nothing to fail back")
+    ClusterAdmin(connection(topology, flow.source)).check_reachable()
+    full = with_reverse_flow(topology, flow_name)
+    reverse = reverse_flow_name(flow_name)
+    names = dict(flow=flow_name, reverse=reverse, source=flow.source, target=flow.target)
+    report = FailbackReport(flow_name, reverse, dry_run, [s.format(**names) for s in FAILBACK_STEPS])
+    if dry_run:
+        return _preview(full, flow_name, reverse, report)
+    # A reverse flow left failed-over by an earlier failback would refuse to run: reset it.
+    if flow_role(read_state(connection(topology, flow.source)), reverse) == "failed-over":
+        set_flow_role(connection(topology, flow.source), reverse, "active")
+
+    from geokafka.pipeline.mirror import mirror
+
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            mirror(full, [reverse], stop_event=stop)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, name="failback-mirror", daemon=True)
+    thread.start()
+    try:
+        report.promote = failover(full, reverse, promote=True, timeout_s=timeout_s, move_groups=False)
+    finally:
+        stop.set()
+        thread.join(120)
+    if errors:
+        raise errors[0]
+    report.groups = move_groups_back(full, flow_name, reverse)
+    held = sorted({p.group for p in report.groups.positions if p.action == "skip"})
+    if held:
+        report.notes.append(f"groups active at {flow.source} were left alone: {', '.join(held)}")
+    set_flow_role(target, flow_name, "active", failed_back_to=flow.source)
+    return report
+
+
+def _preview(topology: Topology, flow_name: str, reverse: str, report: FailbackReport) -> FailbackReport:
+    """What a failback would do: which topics go back, which groups move (their positions need the
+    reverse flow's copies, so they are computed when it has run)."""
+    flow = topology.flow(flow_name)
+    back = topology.flow(reverse)
+    new_primary = ClusterAdmin(connection(topology, flow.target))
+    topics = select_topics(new_primary.topic_partitions(), back)
+    groups = select_groups(list_group_ids(new_primary), flow)
+    report.steps = [f"would: {step}" for step in report.steps]
+    report.notes.append(f"{reverse} would copy {', '.join(topics) or 'no topics'} from {flow.target} "
+                        f"to {flow.source} (records that started at {flow.source} stay)")
+    report.notes.append(f"groups that would move to their first unprocessed record at {flow.source}: "
+                        f"{', '.join(groups) or 'none'}")
+    return report

@@ -1,0 +1,294 @@
+"""Failover, promote and failback of a flow: move the business to the target, and back.
+
+* ``failover`` -- the source is gone. Fence the flow's writers (nothing more can land), mark
+  the flow failed-over on the target (a mirror that is still alive stops), move every synced
+  group to its translated position clamped to the target's end, and report what was lost:
+  per partition the records the last observation of the source showed but the target does
+  not have (RPO in records) and how old the oldest of them is at most (RPO in seconds).
+* ``promote`` -- a planned move. The source is reachable and producers have stopped: wait
+  until the running mirror has replicated everything, sync configs and groups a last time,
+  then fail over. RPO is 0 by construction, or the command refuses after its timeout.
+* ``failback`` -- see :mod:`geokafka.failover.failback`.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from geokafka.control.acl_sync import sync_topic_acls
+from geokafka.control.admin import ClusterAdmin
+from geokafka.control.connection import connection
+from geokafka.control.naming import policy_for
+from geokafka.control.rpo import Observation, observation_key, rpo_bounds
+from geokafka.control.selection import select_topics
+from geokafka.control.state_store import StateSnapshot, flow_role, read_state, set_flow_role, write_state
+from geokafka.control.topic_sync import TopicPair, sync_topic_configs
+from geokafka.errors import ClusterUnreachableError, FlowStateError
+from geokafka.pipeline.assignment import fence_writers
+from geokafka.topology.schema import Topology
+
+
+@dataclass(frozen=True)
+class PartitionLoss:
+    """One source partition at failover time."""
+
+    topic: str
+    partition: int
+    observed_end: int | None
+    replicated_next: int
+    unreplicated: int
+    rpo_seconds: float | None
+    """How old the oldest unreplicated record is at most; None when nothing of it was ever replicated."""
+
+
+@dataclass
+class FailoverReport:
+    """What a failover or promote did (or, with ``dry_run``, would do), and what it cost."""
+
+    flow: str
+    kind: str
+    source: str
+    target: str
+    started_ms: int
+    finished_ms: int = 0
+    source_reachable: bool = False
+    dry_run: bool = False
+    observed_at_ms: int | None = None
+    observation_age_s: float | None = None
+    rpo_records_upper: int | None = None
+    """At most this many records lost (see :mod:`geokafka.control.rpo`); None when unbounded."""
+    partitions: list[PartitionLoss] = field(default_factory=list)
+    groups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rpo_records(self) -> int:
+        """Records certainly lost: the last observation of the source showed them, the target lacks them
+        (a lower bound: records written after that observation cannot be counted)."""
+        return sum(p.unreplicated for p in self.partitions)
+
+    @property
+    def rpo_seconds(self) -> float | None:
+        """The longest span of source writes that did not reach the target (None when unknown)."""
+        spans = [p.rpo_seconds for p in self.partitions if p.unreplicated]
+        if any(s is None for s in spans):
+            return None
+        return max((s for s in spans if s is not None), default=0.0)
+
+    @property
+    def duration_s(self) -> float:
+        """How long the command took (its share of the RTO)."""
+        return (self.finished_ms - self.started_ms) / 1000
+
+    def groups_held_on_target(self) -> list[str]:
+        """Groups left (partly) where they are because they are in use on the target."""
+        return sorted(g for g, rows in self.groups.items() if any(r.get("held") for r in rows))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, with the totals (no NaN: unknown is null)."""
+        data = asdict(self)
+        seconds = self.rpo_seconds
+        data.update(rpo_records=self.rpo_records, rpo_records_lower=self.rpo_records,
+                    rpo_seconds=None if seconds is None else round(seconds, 3),
+                    duration_s=round(self.duration_s, 3), groups_held_on_target=self.groups_held_on_target())
+        return data
+
+
+def flow_pairs(topology: Topology, flow_name: str, state: StateSnapshot) -> list[TopicPair]:
+    """The flow's topic pairs as its progress records know them (works without the source)."""
+    flow = topology.flows[flow_name]
+    policy = policy_for(flow)
+    partitions: dict[str, int] = {}
+    for topic, partition in state.progress(flow_name):
+        partitions[topic] = max(partitions.get(topic, 0), partition + 1)
+    observation = Observation.decode(state.values.get(observation_key(flow_name)))
+    for key in observation.ends if observation else {}:
+        topic, _, partition = key.rpartition("/")
+        partitions[topic] = max(partitions.get(topic, 0), int(partition) + 1)
+    return [TopicPair(t, policy.remote_topic(flow.source, t), n) for t, n in sorted(partitions.items())]
+
+
+def losses(flow_name: str, state: StateSnapshot) -> tuple[int | None, list[PartitionLoss]]:
+    """Per partition: last observed source end vs replicated progress (pure)."""
+    observation = Observation.decode(state.values.get(observation_key(flow_name)))
+    observed_at = observation.at_ms if observation else None
+    ends = observation.ends if observation else {}
+    progress = state.progress(flow_name)
+    last_ts = {
+        (k.split("/")[2], int(k.split("/")[3])): v.get("last_timestamp", -1)
+        for k, v in state.values.items() if k.startswith(f"progress/{flow_name}/")
+    }
+    keys = {(k.rpartition("/")[0], int(k.rpartition("/")[2])) for k in ends} | set(progress)
+    out = []
+    for topic, partition in sorted(keys):
+        end = ends.get(f"{topic}/{partition}")
+        nxt = progress.get((topic, partition), 0)
+        missing = max(0, end - nxt) if end is not None else 0
+        rpo_s: float | None = 0.0
+        if missing and observed_at is not None:
+            ts = last_ts.get((topic, partition), -1)
+            rpo_s = max(0.0, (observed_at - ts) / 1000) if ts >= 0 else None
+        out.append(PartitionLoss(topic, partition, end, nxt, missing, rpo_s))
+    return observed_at, out
+
+
+def failover(
+    topology: Topology,
+    flow_name: str,
+    *,
+    promote: bool = False,
+    timeout_s: float = 120.0,
+    probe_timeout_s: float = 5.0,
+    overwrite_groups: bool = False,
+    dry_run: bool = False,
+    move_groups: bool = True,
+) -> FailoverReport:
+    """Fail the flow over to its target (``promote``: only once fully caught up, RPO 0).
+
+    The source is probed once, in parallel with the work on the target, for at most
+    ``probe_timeout_s`` (a dead site answers at once). ``overwrite_groups`` also moves target
+    groups that consumers on the target moved. ``dry_run`` decides and reports everything and
+    changes nothing. ``move_groups=False`` leaves consumer groups to the caller (failback).
+    """
+    flow = topology.flow(flow_name)
+    target = connection(topology, flow.target)
+    report = FailoverReport(flow_name, "promote" if promote else "failover", flow.source, flow.target,
+                            int(time.time() * 1000), dry_run=dry_run)
+    source_admin = ClusterAdmin(connection(topology, flow.source), timeout_s=probe_timeout_s)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe") as pool:
+        probe = pool.submit(source_admin.probe, probe_timeout_s)
+        ClusterAdmin(target).check_reachable()
+        state = read_state(target)
+        if flow_role(state, flow_name) == "failed-over":
+            raise FlowStateError(f"flow {flow_name} is already failed over to {flow.target}")
+        if promote:
+            if not probe.result():
+                raise ClusterUnreachableError(
+                    f"promote needs the source {flow.source} reachable; it is not: use `geokafka failover {flow_name}`"
+                )
+            source_admin.timeout_s = 15.0
+            state = _promote_preparation(topology, flow_name, source_admin, timeout_s, report)
+        if not dry_run:  # from here on nothing more lands on the target from this flow
+            set_flow_role(target, flow_name, "failed-over", kind=report.kind)
+            fence_writers(flow_name, flow_pairs(topology, flow_name, state), target)
+            state = read_state(target)
+        report.source_reachable = probe.result()
+        probed_at_ms = int(time.time() * 1000)
+    report.observed_at_ms, report.partitions = losses(flow_name, state)
+    bounds = rpo_bounds(Observation.decode(state.values.get(observation_key(flow_name))), state.progress(flow_name),
+                        report.started_ms, gone_at_ms=None if report.source_reachable else probed_at_ms)
+    report.observation_age_s = None if bounds.observation_age_s is None else round(bounds.observation_age_s, 3)
+    if not report.source_reachable and not promote:
+        report.rpo_records_upper = bounds.upper_records
+        report.notes.extend(bounds.notes)
+    elif promote:
+        report.rpo_records_upper = report.rpo_records
+    if move_groups and ("group-offsets" in flow.sync or flow.groups):
+        report.groups = _move_groups(topology, flow_name, report, overwrite_groups, dry_run)
+    report.finished_ms = int(time.time() * 1000)
+    if not dry_run:
+        write_state(target, {f"report/{flow_name}": report.to_dict()})
+        set_flow_role(target, flow_name, "failed-over", kind=report.kind, rpo_records=report.rpo_records,
+                      rpo_seconds=report.rpo_seconds)
+    return report
+
+
+def _promote_preparation(topology: Topology, flow_name: str, source_admin: ClusterAdmin, timeout_s: float,
+                         report: FailoverReport) -> StateSnapshot:
+    """Wait until caught up and sync configs and ACLs a last time (a dry run only looks, once)."""
+    flow = topology.flows[flow_name]
+    target = connection(topology, flow.target)
+    if report.dry_run:
+        state = read_state(target)
+        behind = _behind(topology, flow_name, source_admin, state)
+        report.notes.append("would wait until caught up: " + (", ".join(behind[:5]) if behind else "caught up now"))
+        report.notes.append("would sync topic configs and ACLs a last time, then fail over with RPO 0")
+        return state
+    state = _wait_caught_up(topology, flow_name, source_admin, timeout_s)
+    target_admin = ClusterAdmin(target)
+    pairs = flow_pairs(topology, flow_name, state)
+    for pair in pairs:
+        if "configs" in flow.sync:
+            sync_topic_configs(source_admin, target_admin, pair)
+    if "acls" in flow.sync:
+        policy = policy_for(flow)
+        sync_topic_acls(source_admin, target_admin, [p.source for p in pairs],
+                        lambda name: policy.remote_topic(flow.source, name))
+    return state
+
+
+def _move_groups(topology: Topology, flow_name: str, report: FailoverReport, overwrite: bool,
+                 dry_run: bool) -> dict[str, list[dict[str, Any]]]:
+    from geokafka.control.offsets import sync_group_offsets
+
+    sync = sync_group_offsets(topology, flow_name, clamp_to_end=True, fallback_to_checkpoints=True,
+                              source_reachable=report.source_reachable, overwrite=overwrite, dry_run=dry_run)
+    if sync.offsets_from == "checkpoint":
+        report.notes.append("source unreachable: group positions come from the last checkpoint on the target")
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for action in sync.actions:
+        groups.setdefault(action.group, []).append({
+            "topic": action.target_topic, "partition": action.partition, "source_offset": action.source_offset,
+            "resume_at": action.target_offset if action.action != "skip" else action.previous_offset,
+            "action": action.action, "reason": action.reason, "held": action.held,
+        })
+    held = sorted({a.group for a in sync.held_on_target()})
+    if held:
+        report.notes.append(
+            f"groups in use on {report.target} were left where they are: {', '.join(held)} "
+            "(run again with --overwrite-target-offsets to move them to their source position)")
+    return groups
+
+
+def _wait_caught_up(topology: Topology, flow_name: str, source: ClusterAdmin, timeout_s: float) -> StateSnapshot:
+    """Wait until the flow's progress covers every committed record on the source."""
+    flow = topology.flows[flow_name]
+    target = connection(topology, flow.target)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = read_state(target)
+        behind = _behind(topology, flow_name, source, state)
+        if not behind:
+            return state
+        if time.monotonic() > deadline:
+            heartbeat = state.values.get(f"flow/{flow_name}", {})
+            hint = "" if heartbeat.get("state") == "running" else f"; is `geokafka mirror {flow_name}` running?"
+            raise FlowStateError(
+                f"flow {flow_name} did not catch up within {timeout_s:.0f}s: {', '.join(behind[:5])}{hint}"
+            )
+        time.sleep(1.0)
+
+
+def _behind(topology: Topology, flow_name: str, source: ClusterAdmin, state: StateSnapshot) -> list[str]:
+    """Source partitions with committed records the flow has not replicated yet."""
+    flow = topology.flows[flow_name]
+    progress = state.progress(flow_name)
+    partitions = source.topic_partitions()
+    behind = []
+    for topic in select_topics(partitions, flow):
+        for p, (_, end) in source.watermarks(topic, partitions[topic]).items():
+            nxt = progress.get((topic, p), 0)
+            if nxt < end and _has_committed_record(source, topic, p, nxt):
+                behind.append(f"{topic}/{p} ({end - nxt} behind)")
+    return behind
+
+
+def _has_committed_record(source: ClusterAdmin, topic: str, partition: int, offset: int) -> bool:
+    """True if a read_committed consumer finds a record at or after ``offset`` (markers don't count)."""
+    from confluent_kafka import TopicPartition
+
+    consumer = source.consumer(**{"enable.partition.eof": True})
+    try:
+        consumer.assign([TopicPartition(topic, partition, offset)])
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            return msg.error() is None
+        return True
+    finally:
+        consumer.close()

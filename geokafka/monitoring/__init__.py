@@ -1,0 +1,1 @@
+"""Live monitoring of flows and guards: status, throughput history, Prometheus metrics, dashboard."""

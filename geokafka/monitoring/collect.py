@@ -1,0 +1,133 @@
+"""Collecting flow status from Kafka: the state topic, source end offsets and the guard's journal."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from geokafka.control.connection import connection
+from geokafka.control.rpo import Observation, observation_key, rpo_bounds
+from geokafka.control.state_store import held_groups_key
+from geokafka.errors import GeokafkaError
+from geokafka.guard.journal import Journal
+from geokafka.guard.summary import GuardStatus, summarize
+from geokafka.monitoring.status import (
+    STALE_AFTER_S,
+    FlowStatus,
+    StatusReport,
+    flow_rpo,
+    headline_state,
+    mirror_details,
+)
+from geokafka.monitoring.status_io import ClusterReads, flow_partitions
+from geokafka.monitoring.throughput import History
+from geokafka.topology.schema import Topology
+
+
+def collect_status(
+    topology: Topology,
+    flows: list[str] | None = None,
+    sample_s: float = 0.0,
+    state_timeout_s: float = 10.0,
+    source_timeout_s: float = 5.0,
+) -> StatusReport:
+    """The status of ``flows`` (all when None) read from Kafka now.
+
+    With ``sample_s`` > 0, a second observation ``sample_s`` later gives throughput over
+    that window (the report returned is the second one).
+    """
+    with StatusCollector(topology, flows, state_timeout_s, source_timeout_s) as collector:
+        report = collector.collect()
+        if sample_s <= 0:
+            return report
+        history = History()
+        history.add(report)
+        time.sleep(sample_s)
+        return history.add(collector.collect())
+
+
+class StatusCollector:
+    """Reads flow status repeatedly, reusing clients and reading the state topic incrementally."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        flows: list[str] | None = None,
+        state_timeout_s: float = 10.0,
+        source_timeout_s: float = 5.0,
+        stale_after_s: float = STALE_AFTER_S,
+    ) -> None:
+        names = list(flows) if flows else sorted(topology.flows)
+        for name in names:
+            topology.flow(name)  # an unknown name fails here
+        self.topology = topology
+        self.names = names
+        self.state_timeout_s = state_timeout_s
+        self.source_timeout_s = source_timeout_s
+        self.stale_after_s = stale_after_s
+        self._io: ClusterReads | None = None
+
+    def __enter__(self) -> StatusCollector:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def collect(self) -> StatusReport:
+        """One observation of every flow; problems become states, never exceptions."""
+        if self._io is None:
+            self._io = ClusterReads(self.topology, self.state_timeout_s, self.source_timeout_s)
+        io = self._io
+        states: dict[str, tuple[dict[str, dict[str, Any]], GeokafkaError | None]] = {}
+        for name in self.names:
+            target = self.topology.flows[name].target
+            if target not in states:
+                states[target] = io.state(target)
+        flows = [self._flow_status(name, states[self.topology.flows[name].target]) for name in self.names]
+        return StatusReport(int(time.time() * 1000), flows, self._guard_status())
+
+    def _guard_status(self) -> GuardStatus | None:
+        """The guard's journal on the stretched cluster, when the topology names one."""
+        stretch = self.topology.stretch
+        if stretch is None or stretch.cluster is None:
+            return None
+        try:
+            entries = Journal(connection(self.topology, stretch.cluster), self.state_timeout_s).read()
+        except GeokafkaError as exc:
+            return GuardStatus(stretch.cluster, error=f"guard journal unavailable: {exc}")
+        return summarize(stretch.cluster, entries)
+
+    def _flow_status(self, name: str, state: tuple[dict[str, dict[str, Any]], GeokafkaError | None]) -> FlowStatus:
+        flow = self.topology.flows[name]
+        values, state_error = state
+        record = values.get(f"flow/{name}")
+        partitions, source_error, observed_ms, now_ms = flow_partitions(self._io, name, flow, values)
+        reachable = source_error is None
+        role = (values.get(f"role/{name}") or {}).get("role")
+        shown, age = headline_state(record, now_ms, reachable, self.stale_after_s, role)
+        status = FlowStatus(
+            name=name, source=flow.source, target=flow.target, state=shown, heartbeat_age_s=age,
+            source_reachable=reachable, source_error=source_error, partitions=partitions,
+            last_failover=values.get(f"report/{name}"), **mirror_details(record),
+        )
+        if state_error is not None:
+            status.state_error = f"state unavailable: {state_error}"
+            if record is not None:
+                status.state_error += " (showing the last state read)"
+            elif reachable:
+                status.state = "state-unavailable"
+        basis = "live" if reachable else ("last-observed" if observed_ms is not None else "unknown")
+        status.rpo = flow_rpo(partitions, basis, observed_ms)
+        if basis == "last-observed":
+            progress = {(p.topic, p.partition): p.replicated for p in partitions if p.replicated is not None}
+            bounds = rpo_bounds(Observation.decode(values.get(observation_key(name))), progress, now_ms,
+                                gone_at_ms=now_ms)
+            status.rpo.upper_records = bounds.upper_records
+        status.held_groups = list((values.get(held_groups_key(name)) or {}).get("held", []))
+        return status
+
+    def close(self) -> None:
+        """Release the Kafka clients."""
+        if self._io is not None:
+            self._io.close()
+            self._io = None

@@ -1,0 +1,250 @@
+"""Replication status of every flow: state, lag, throughput and the RPO if the source died now.
+
+Everything is read from Kafka, never from a mirror's memory, so ``status`` works from any
+process while ``mirror`` runs elsewhere:
+
+* the target's ``__geokafka_state`` gives each partition's progress (the next source offset
+  to replicate, committed with the data), the flow's heartbeat and the mirror's last
+  observation of the source's end offsets;
+* the source gives its end offsets (as a read_committed client sees them: records of open
+  transactions are not counted yet) and the timestamp of the oldest unreplicated record.
+
+When the source is unreachable, the last progress and the mirror's last observation of the
+source still answer the disaster question: what would a failover lose right now.
+
+Lag semantics (per source partition, ``next`` = replicated progress)::
+
+    offsets   ... next-1 | next ......... end-1 | end
+              on target  | not yet on the target |
+    lag_records = end - first committed offset >= next   (0 when only transaction
+                  markers or aborted records remain; may count markers inside the span)
+    lag_seconds = now - timestamp(first committed record >= next)   (0 when caught up)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from geokafka.guard.summary import GuardStatus
+from geokafka.secrets import redact
+
+STALE_AFTER_S = 30.0
+"""A ``running`` heartbeat older than this means the mirror died (it re-writes it every ~5 s)."""
+
+LIVE_STATES = ("running", "retrying", "starting")
+
+_ProbeResult = tuple[int, int | None] | None
+"""(offset, timestamp ms) of the first committed record at/after ``next``; None: there is none."""
+
+
+@dataclass
+class PartitionStatus:
+    """Replication of one source partition."""
+
+    topic: str
+    partition: int
+    target_topic: str
+    source_end: int | None
+    replicated: int | None
+    lag_records: int | None
+    lag_seconds: float | None
+    last_replicated_ms: int | None = None
+    records_per_s: float | None = None
+    resume_offset: int | None = None
+    """Where replication continues: the progress, or where a never-replicated partition starts
+    (log start with ``start: earliest``; unknown with ``latest``). Throughput counts from it."""
+
+
+@dataclass
+class Throughput:
+    """Rates over an observation window (``window_s`` says how long it really was)."""
+
+    window_s: float
+    records_per_s: float
+    bytes_per_s: float | None
+    produced_per_s: float | None
+    basis: str
+
+
+@dataclass
+class Rpo:
+    """What a failover would lose now: unreplicated records and the age of the oldest one."""
+
+    records: int | None
+    seconds: float | None
+    basis: str  # "live" | "last-observed" | "unknown"
+    observed_ms: int | None = None
+    note: str | None = None
+    upper_records: int | None = None
+    """With the source unreachable: at most this many (``records`` is then a lower bound)."""
+
+
+@dataclass
+class FlowStatus:
+    """One flow, as seen from its target's state and its source."""
+
+    name: str
+    source: str
+    target: str
+    state: str
+    mirror_state: str | None
+    reason: str | None = None
+    heartbeat_age_s: float | None = None
+    source_reachable: bool = True
+    source_error: str | None = None
+    state_error: str | None = None
+    written: int | None = None
+    bytes: int | None = None
+    restarts: int | None = None
+    gaps_skipped: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    partitions: list[PartitionStatus] = field(default_factory=list)
+    rpo: Rpo = field(default_factory=lambda: Rpo(None, None, "unknown"))
+    throughput: Throughput | None = None
+    last_failover: dict[str, Any] | None = None
+    held_groups: list[dict[str, Any]] = field(default_factory=list)
+    """Group partitions the offset sync leaves alone because the group is in use on the target."""
+
+
+@dataclass
+class StatusReport:
+    """Every flow at one instant (``at_ms``, wall clock), and the stretched cluster's guard."""
+
+    at_ms: int
+    flows: list[FlowStatus]
+    guard: GuardStatus | None = None
+
+    def flow(self, name: str) -> FlowStatus:
+        """The status of flow ``name``."""
+        for flow in self.flows:
+            if flow.name == name:
+                return flow
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data."""
+        return asdict(self)
+
+
+# -- pure decisions -------------------------------------------------------------------------
+
+
+def raw_lag(end: int | None, next_offset: int | None) -> int | None:
+    """Offsets between the replicated progress and the source end; never negative."""
+    if end is None or next_offset is None:
+        return None
+    return max(0, end - next_offset)
+
+
+def partition_lag(
+    end: int | None, next_offset: int | None, probe: _ProbeResult | str, now_ms: int
+) -> tuple[int | None, float | None]:
+    """(lag in records, lag in seconds) of a partition with a reachable source.
+
+    ``probe`` is the first committed record at/after ``next_offset`` (offset, timestamp),
+    None when there is none (only transaction markers or aborted records remain), or the
+    string ``"unknown"`` when it could not be read in time.
+    """
+    lag = raw_lag(end, next_offset)
+    if lag is None or end is None:
+        return None, None
+    if lag == 0 or probe is None:
+        return 0, 0.0
+    if isinstance(probe, str):
+        return lag, None
+    offset, timestamp = probe
+    records = max(0, end - offset)
+    if records == 0:
+        return 0, 0.0
+    seconds = None if timestamp is None or timestamp < 0 else max(0.0, (now_ms - timestamp) / 1000)
+    return records, seconds
+
+
+def observed_lag(
+    observed_end: int | None, next_offset: int | None, last_replicated_ms: int | None, observed_ms: int | None
+) -> tuple[int | None, float | None]:
+    """(records, seconds) not replicated at the mirror's last observation of a now unreachable source.
+
+    The seconds are an upper bound: from the last replicated record's timestamp to the
+    observation (the oldest unreplicated record is not newer than the observation).
+    """
+    lag = raw_lag(observed_end, next_offset)
+    if lag is None:
+        return None, None
+    if lag == 0:
+        return 0, 0.0
+    if last_replicated_ms is None or last_replicated_ms < 0 or observed_ms is None:
+        return lag, None
+    return lag, max(0.0, (observed_ms - last_replicated_ms) / 1000)
+
+
+def headline_state(
+    record: dict[str, Any] | None, now_ms: int, source_reachable: bool, stale_after_s: float = STALE_AFTER_S,
+    role: str | None = None,
+) -> tuple[str, float | None]:
+    """(state shown to the user, heartbeat age in seconds) from the ``flow/<name>`` record.
+
+    Precedence: failed-over (the ``role/<name>`` record or the flow's state), then
+    source-unreachable, then error, then down (a live state whose heartbeat is older than
+    ``stale_after_s``), then the recorded state.
+    """
+    recorded = (record or {}).get("state")
+    at_ms = (record or {}).get("at_ms")
+    age = None if at_ms is None else max(0.0, (now_ms - int(at_ms)) / 1000)
+    if recorded == "failed-over" or role == "failed-over":
+        return "failed-over", age
+    if not source_reachable:
+        return "source-unreachable", age
+    if recorded is None:
+        return "not-started", age
+    if recorded == "error":
+        return "error", age
+    if recorded in LIVE_STATES and (age is None or age > stale_after_s):
+        return "down", age
+    return str(recorded), age
+
+
+def flow_rpo(partitions: list[PartitionStatus], basis: str, observed_ms: int | None = None) -> Rpo:
+    """Records a failover would lose now (sum of lags) and their age (the largest lag in seconds)."""
+    lags = [p.lag_records for p in partitions]
+    if not partitions and basis == "live":
+        return Rpo(0, 0.0, basis, observed_ms, "no topic selected")
+    if not partitions or any(lag is None for lag in lags):
+        known = [lag for lag in lags if lag is not None]
+        if not known:
+            return Rpo(None, None, "unknown", observed_ms, "no progress or source end offsets known")
+    records = sum(lag for lag in lags if lag is not None)
+    seconds_known = [p.lag_seconds for p in partitions if p.lag_seconds is not None]
+    missing_seconds = any(p.lag_seconds is None and (p.lag_records or 0) > 0 for p in partitions)
+    seconds = None if missing_seconds else max(seconds_known, default=0.0)
+    note = None
+    if basis == "last-observed":
+        age = "" if observed_ms is None else f" ({max(0.0, (time.time() * 1000 - observed_ms) / 1000):.0f} s old)"
+        note = (f"a lower bound: the source is unreachable, so this is from the mirror's last observation of its "
+                f"end offsets{age}; records written after it are not counted")
+    if any(lag is None for lag in lags):
+        note = (note + "; " if note else "") + "some partitions have no known end offset"
+    return Rpo(records, seconds, basis, observed_ms, note)
+
+
+def mirror_details(record: dict[str, Any] | None) -> dict[str, Any]:
+    """The heartbeat's counters and process identity, typed."""
+    rec = record or {}
+
+    def _int(key: str) -> int | None:
+        value = rec.get(key)
+        return int(value) if isinstance(value, (int, float)) else None
+
+    reason = rec.get("reason")
+    if isinstance(reason, str):
+        reason = redact(reason)  # recorded text may quote a Kafka or Spark error
+    if rec.get("state") == "error" and not reason:
+        reason = "no reason recorded"
+    return {
+        "mirror_state": rec.get("state"), "reason": reason, "written": _int("written"), "bytes": _int("bytes"),
+        "restarts": _int("restarts"), "gaps_skipped": _int("gaps_skipped"),
+        "host": rec.get("host"), "pid": _int("pid"),
+    }

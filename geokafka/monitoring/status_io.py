@@ -1,0 +1,198 @@
+"""The Kafka reads behind ``status``: the target's state topic, the source's offsets and records."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, KafkaException, TopicPartition
+
+from geokafka.control.admin import ClusterAdmin
+from geokafka.control.connection import connection
+from geokafka.control.naming import policy_for
+from geokafka.control.selection import select_topics
+from geokafka.control.state_store import ends_key, read_state
+from geokafka.errors import GeokafkaError
+from geokafka.monitoring.status import PartitionStatus, observed_lag, partition_lag, raw_lag
+from geokafka.topology.schema import Flow, Topology
+
+TP = tuple[str, int]
+
+
+class StateCache:
+    """The latest value of every key of one target's ``__geokafka_state``, read incrementally."""
+
+    def __init__(self, topology: Topology, cluster: str, timeout_s: float) -> None:
+        self.conn = connection(topology, cluster)
+        self.timeout_s = timeout_s
+        self.values: dict[str, dict[str, Any]] = {}
+        self.end = 0
+
+    def refresh(self) -> dict[str, dict[str, Any]]:
+        """Read what was written since the last refresh; raises GeokafkaError when it cannot."""
+        snap = read_state(self.conn, self.end, self.timeout_s)
+        if snap.end_offset < self.end:  # the state topic was recreated: start over
+            self.values, self.end = {}, 0
+            snap = read_state(self.conn, 0, self.timeout_s)
+        for key in snap.offsets:  # offsets lists tombstoned keys too
+            if key in snap.values:
+                self.values[key] = snap.values[key]
+            else:
+                self.values.pop(key, None)
+        self.end = max(self.end, snap.end_offset)
+        return self.values
+
+
+class ClusterReads:
+    """Clients kept across observations: one admin per source, one state cache per target."""
+
+    def __init__(self, topology: Topology, state_timeout_s: float, source_timeout_s: float) -> None:
+        self.topology = topology
+        self.state_timeout_s = state_timeout_s
+        self.source_timeout_s = source_timeout_s
+        self._states: dict[str, StateCache] = {}
+        self._admins: dict[str, ClusterAdmin] = {}
+
+    def state(self, cluster: str) -> tuple[dict[str, dict[str, Any]], GeokafkaError | None]:
+        """State values of target ``cluster`` and the error that kept them from being current.
+
+        After a failed read, the values are those of the last successful read (maybe none).
+        """
+        if cluster not in self._states:
+            self._states[cluster] = StateCache(self.topology, cluster, self.state_timeout_s)
+        cache = self._states[cluster]
+        try:
+            return dict(cache.refresh()), None
+        except GeokafkaError as exc:
+            return dict(cache.values), exc
+
+    def admin(self, cluster: str) -> ClusterAdmin:
+        """The admin client of ``cluster``."""
+        if cluster not in self._admins:
+            self._admins[cluster] = ClusterAdmin(connection(self.topology, cluster), self.source_timeout_s)
+        return self._admins[cluster]
+
+    def close(self) -> None:
+        """Close every client."""
+        for admin in self._admins.values():
+            admin.close()
+        self._admins.clear()
+
+
+def flow_progress(values: dict[str, dict[str, Any]], flow: str) -> dict[TP, tuple[int, int | None]]:
+    """(topic, partition) -> (next source offset, timestamp of the last replicated record)."""
+    prefix = f"progress/{flow}/"
+    out: dict[TP, tuple[int, int | None]] = {}
+    for key, value in values.items():
+        if key.startswith(prefix) and "next" in value:
+            topic, _, partition = key[len(prefix):].rpartition("/")
+            last = value.get("last_timestamp")
+            out[(topic, int(partition))] = (int(value["next"]), int(last) if last is not None and last >= 0 else None)
+    return out
+
+
+def observed_ends(values: dict[str, dict[str, Any]], flow: str) -> tuple[int | None, dict[TP, int]]:
+    """The mirror's last observation of the source end offsets: (at ms, ends)."""
+    record = values.get(ends_key(flow)) or {}
+    ends: dict[TP, int] = {}
+    for key, end in (record.get("ends") or {}).items():
+        topic, _, partition = key.rpartition("/")
+        ends[(topic, int(partition))] = int(end)
+    at = record.get("at_ms")
+    return (int(at) if at is not None else None), ends
+
+
+def source_offsets(admin: ClusterAdmin, flow: Flow) -> dict[TP, tuple[int, int]]:
+    """(topic, partition) -> (log start, end offset) of every topic the flow selects."""
+    partitions = admin.topic_partitions()
+    out: dict[TP, tuple[int, int]] = {}
+    for topic in select_topics(partitions, flow):
+        for partition, (low, high) in admin.watermarks(topic, partitions[topic]).items():
+            out[(topic, partition)] = (low, high)
+    return out
+
+
+def first_committed(admin: ClusterAdmin, positions: dict[TP, int], timeout_s: float) -> dict[TP, Any]:
+    """For each partition, the first committed record at/after its position: (offset, timestamp ms).
+
+    None when there is none (only transaction markers or aborted records remain); partitions
+    not answered within ``timeout_s`` are missing from the result.
+    """
+    if not positions:
+        return {}
+    consumer = admin.consumer(**{
+        "enable.partition.eof": True, "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100,
+        "max.partition.fetch.bytes": 65536, "queued.max.messages.kbytes": 4096,
+    })
+    pending = set(positions)
+    found: dict[TP, Any] = {}
+    try:
+        consumer.assign([TopicPartition(t, p, off) for (t, p), off in positions.items()])
+        deadline = time.monotonic() + timeout_s
+        while pending and time.monotonic() < deadline:
+            for msg in consumer.consume(500, timeout=0.2):
+                tp = (msg.topic(), msg.partition())
+                if tp not in pending:
+                    continue
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        found[tp] = None
+                        pending.discard(tp)
+                    continue
+                kind, timestamp = msg.timestamp()
+                found[tp] = (msg.offset(), None if kind == TIMESTAMP_NOT_AVAILABLE else timestamp)
+                pending.discard(tp)
+                consumer.pause([TopicPartition(*tp)])
+    except KafkaException:
+        pass  # what was found stands; the rest stays unknown
+    finally:
+        consumer.close()
+    return found
+
+
+def flow_partitions(
+    io: ClusterReads, name: str, flow: Flow, values: dict[str, dict[str, Any]]
+) -> tuple[list[PartitionStatus], str | None, int | None, int]:
+    """Per-partition status of one flow: (partitions, source error, observation time, now ms)."""
+    progress = flow_progress(values, name)
+    policy = policy_for(flow)
+    try:
+        admin = io.admin(flow.source)
+        offsets = source_offsets(admin, flow)
+    except GeokafkaError as exc:
+        observed_ms, ends = observed_ends(values, name)
+        rows = []
+        for topic, partition in sorted(set(ends) | set(progress)):
+            next_offset, last_ms = progress.get((topic, partition), (None, None))
+            end = ends.get((topic, partition))
+            if next_offset is None and end is not None:
+                next_offset = 0 if flow.start == "earliest" else end
+            lag, seconds = observed_lag(end, next_offset, last_ms, observed_ms)
+            replicated = progress.get((topic, partition), (None, None))[0]
+            rows.append(PartitionStatus(topic, partition, policy.remote_topic(flow.source, topic), end,
+                                        replicated, lag, seconds, last_ms, resume_offset=replicated))
+        return rows, str(exc), observed_ms, int(time.time() * 1000)
+
+    effective: dict[TP, int] = {}  # where lag counts from
+    resume: dict[TP, int] = {tp: nxt for tp, (nxt, _) in progress.items()}  # where throughput counts from
+    for tp, (low, high) in offsets.items():
+        next_offset = progress.get(tp, (None, None))[0]
+        if next_offset is None:
+            next_offset = low if flow.start == "earliest" else high
+            if flow.start == "earliest":
+                resume[tp] = low
+        effective[tp] = next_offset
+    lagging = {tp: max(nxt, offsets[tp][0]) for tp, nxt in effective.items() if (raw_lag(offsets[tp][1], nxt) or 0) > 0}
+    probes = first_committed(admin, lagging, io.source_timeout_s)
+    now_ms = int(time.time() * 1000)
+    rows = []
+    for tp in sorted(set(offsets) | set(progress)):
+        topic, partition = tp
+        next_offset, last_ms = progress.get(tp, (None, None))
+        end = offsets[tp][1] if tp in offsets else None
+        probe = probes.get(tp, "unknown") if tp in lagging else None
+        lag, seconds = partition_lag(end, effective.get(tp, next_offset), probe, now_ms)
+        rows.append(PartitionStatus(topic, partition, policy.remote_topic(flow.source, topic), end,
+                                    next_offset, lag, seconds, last_ms, resume_offset=resume.get(tp)))
+    return rows, None, None, now_ms

@@ -1,0 +1,156 @@
+"""Terminal rendering of a status report with rich: per flow a headline, then a table of its partitions."""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from geokafka.guard.summary import GuardStatus
+from geokafka.monitoring.status import LIVE_STATES, FlowStatus, StatusReport
+
+_STATE_STYLE = {
+    "running": "bold green", "retrying": "bold yellow", "stopped": "yellow", "not-started": "dim",
+    "error": "bold red", "down": "bold red", "source-unreachable": "bold red", "failed-over": "bold magenta",
+    "state-unavailable": "bold red",
+}
+
+
+def fmt_count(value: int | float | None) -> str:
+    """``1,234`` or ``-`` when unknown."""
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def fmt_seconds(value: float | None) -> str:
+    """``0 s``, ``3.4 s``, ``2m05s``, ``1h02m`` or ``-`` when unknown."""
+    if value is None:
+        return "-"
+    if value < 60:
+        return "0 s" if value == 0 else f"{value:.1f} s"
+    minutes, seconds = divmod(int(value), 60)
+    if minutes < 60:
+        return f"{minutes}m{seconds:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def fmt_rate(value: float | None, unit: str = "rec/s") -> str:
+    """``1,234 rec/s``, ``0.5 rec/s`` or ``-``."""
+    if value is None:
+        return "-"
+    return f"{value:,.1f} {unit}" if value < 10 else f"{value:,.0f} {unit}"
+
+
+def fmt_bytes_rate(value: float) -> str:
+    """``1.25 MB/s``, ``3.4 kB/s`` or ``120 B/s``."""
+    if value >= 1e6:
+        return f"{value / 1e6:,.2f} MB/s"
+    return f"{value / 1e3:,.1f} kB/s" if value >= 1e3 else f"{value:,.0f} B/s"
+
+
+def state_line(flow: FlowStatus) -> Text:
+    """``running (heartbeat 2.1 s ago)`` with the error reason or the unreachable cause."""
+    text = Text(flow.state, style=_STATE_STYLE.get(flow.state, "bold"))
+    details = []
+    if flow.mirror_state and flow.mirror_state != flow.state:
+        details.append(f"mirror last recorded {flow.mirror_state}")
+    if flow.heartbeat_age_s is not None:
+        what = "heartbeat" if flow.mirror_state in LIVE_STATES else "recorded"
+        details.append(f"{what} {fmt_seconds(flow.heartbeat_age_s)} ago")
+    if details:
+        text.append(f" ({', '.join(details)})")
+    for problem in (flow.reason, flow.source_error, flow.state_error):
+        if problem:
+            text.append(f"\n  {problem}", style="red")
+    return text
+
+
+def headline(flow: FlowStatus) -> Text:
+    """State, RPO and throughput of one flow, as the table's title block."""
+    text = Text()
+    text.append(f"{flow.name}", style="bold")
+    text.append(f"  {flow.source} → {flow.target}   ")
+    text.append_text(state_line(flow))
+    rpo = flow.rpo
+    text.append("\n  RPO if the source died now: ")
+    if rpo.records is None:
+        text.append("unknown", style="yellow")
+    else:
+        style = "green" if rpo.records == 0 else "yellow"
+        least = "at least " if rpo.basis == "last-observed" else ""
+        text.append(f"{least}{fmt_count(rpo.records)} records, {fmt_seconds(rpo.seconds)}", style=style)
+        if rpo.basis == "last-observed":
+            most = "unbounded" if rpo.upper_records is None else f"{fmt_count(rpo.upper_records)} records"
+            text.append(f"; at most {most}", style=style)
+    if rpo.note:
+        text.append(f" ({rpo.note})", style="dim")
+    held = sorted({h["group"] for h in flow.held_groups})
+    if held:
+        text.append(f"\n  groups in use on {flow.target}, offsets not synced there: {', '.join(held)}", style="yellow")
+    tput = flow.throughput
+    if tput is not None:
+        text.append(f"\n  throughput over the last {tput.window_s:.1f} s: {fmt_rate(tput.records_per_s)}")
+        if tput.bytes_per_s is not None:
+            text.append(f", {fmt_bytes_rate(tput.bytes_per_s)}")
+        if tput.produced_per_s is not None:
+            text.append(f" (source receives {fmt_rate(tput.produced_per_s)})")
+    else:
+        text.append("\n  throughput: not measured (needs two observations)", style="dim")
+    return text
+
+
+def flow_table(flow: FlowStatus) -> Table:
+    """Per-partition figures of one flow."""
+    table = Table()
+    table.add_column("topic")
+    table.add_column("part", justify="right")
+    table.add_column("source end", justify="right")
+    table.add_column("replicated", justify="right")
+    table.add_column("lag (records)", justify="right")
+    table.add_column("lag (time)", justify="right")
+    table.add_column("rec/s", justify="right")
+    end_label = "source end" if flow.source_reachable else "last seen end"
+    table.columns[2].header = end_label
+    for part in flow.partitions:
+        lag_style = "green" if part.lag_records == 0 else ("yellow" if part.lag_records else "")
+        table.add_row(
+            part.topic, str(part.partition), fmt_count(part.source_end), fmt_count(part.replicated),
+            Text(fmt_count(part.lag_records), style=lag_style), fmt_seconds(part.lag_seconds),
+            fmt_rate(part.records_per_s, ""),
+        )
+    if not flow.partitions:
+        table.add_row("(no topics)", "", "", "", "", "", "")
+    return table
+
+
+def guard_block(guard: GuardStatus) -> Text:
+    """What the stretched cluster's guard changed and has not undone, and its last records."""
+    text = Text()
+    text.append(f"guard on {guard.cluster}", style="bold")
+    if guard.error:
+        text.append(f"\n  {guard.error}", style="red")
+        return text
+    if guard.lowered:
+        for low in guard.lowered:
+            text.append(f"\n  {low['topic']}: min.insync.replicas lowered {low['original']} -> {low['lowered']} "
+                        f"({low['dc']} lost); restored when {low['dc']} is back in sync", style="yellow")
+    else:
+        text.append("\n  nothing changed (no DC lost, or every change undone)", style="green")
+    for rec in guard.recent:
+        at = time.strftime("%H:%M:%S", time.localtime(rec["at_ms"] / 1000))
+        text.append(f"\n  {at} {rec['status']}: {rec['text']}", style="dim")
+    return text
+
+
+def render_report(report: StatusReport) -> RenderableType:
+    """Every flow's table, then the guard."""
+    parts: list[RenderableType] = []
+    if not report.flows:
+        parts += [Text("no flows in the topology", style="dim"), Text("")]
+    for flow in report.flows:
+        parts += [headline(flow), flow_table(flow), Text("")]
+    if report.guard is not None:
+        parts += [guard_block(report.guard), Text("")]
+    return Group(*parts[:-1])
