@@ -19,47 +19,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from geokafka.control.state_records import SourceEnds
 
 RATE_WINDOW = 60
 """Observations (about one a second) the peak append rate is taken over."""
-
-
-def observation_key(flow: str) -> str:
-    """State key of the last observation of a flow's source."""
-    return f"ends/{flow}"
-
-
-@dataclass(frozen=True)
-class Observation:
-    """The mirror's last look at a flow's source end offsets."""
-
-    at_ms: int
-    ends: dict[str, int]
-    """``<topic>/<partition>`` -> end offset (high watermark) at ``at_ms``."""
-    peak_rate: float | None = None
-    """Records per second the source took at most between two looks, over the last minute."""
-    failed_at_ms: int | None = None
-    """When a later look failed (the source did not answer), if one did."""
-
-    def encode(self) -> dict[str, Any]:
-        """The state record's value."""
-        value: dict[str, Any] = {"at_ms": self.at_ms, "ends": self.ends}
-        if self.peak_rate is not None:
-            value["peak_rate"] = round(self.peak_rate, 3)
-        if self.failed_at_ms is not None:
-            value["failed_at_ms"] = self.failed_at_ms
-        return value
-
-    @classmethod
-    def decode(cls, value: Mapping[str, Any] | None) -> Observation | None:
-        """From a state record's value (None when there is none)."""
-        if not value or "at_ms" not in value:
-            return None
-        rate = value.get("peak_rate")
-        failed = value.get("failed_at_ms")
-        return cls(int(value["at_ms"]), {str(k): int(v) for k, v in value.get("ends", {}).items()},
-                   float(rate) if rate is not None else None, int(failed) if failed is not None else None)
 
 
 def peak_rate(samples: Iterable[tuple[int, int]]) -> float | None:
@@ -87,7 +51,7 @@ class RpoBounds:
     notes: list[str] = field(default_factory=list)
 
 
-def rpo_bounds(observation: Observation | None, progress: Mapping[tuple[str, int], int], now_ms: int,
+def rpo_bounds(observation: SourceEnds | None, progress: Mapping[tuple[str, int], int], now_ms: int,
                gone_at_ms: int | None = None) -> RpoBounds:
     """Bounds on the records a failover loses now (pure).
 

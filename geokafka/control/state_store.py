@@ -1,26 +1,16 @@
-"""geokafka's durable state, kept in a compacted topic on each target cluster.
+"""geokafka's durable state store: the ``__geokafka_state`` topic of a target cluster.
 
-``__geokafka_state`` (one partition, compacted) holds, by key:
-
-* ``progress/<flow>/<topic>/<partition>`` -> ``{"next": N, ...}``: the next source offset to
-  replicate. The pipeline writes it *in the same Kafka transaction* as the records it covers,
-  so after any crash the committed progress and the committed data agree exactly.
-* ``flow/<flow>`` -> ``{"state": "running"|"stopped"|"failed-over"|"error", ...}``.
-* ``ends/<flow>`` -> ``{"at_ms": T, "ends": {"<topic>/<partition>": end offset}}``: the source's
-  end offsets as last observed by the running mirror (about every second). After a source
-  site dies, this last observation is what tells how much was not replicated.
-* ``role/<flow>`` -> ``{"role": "failed-over"|"active", ...}``: set by failover, promote and
-  failback only. A mirror checks it and stops replicating a failed-over flow; it is kept
-  apart from ``flow/<flow>`` so a heartbeat can never overwrite it.
-* ``report/<flow>`` -> the last failover report.
-
-It lives on the target because the target is what survives a source-site disaster.
+The records and their keys are in :mod:`geokafka.control.state_records`. :class:`StateStore`
+reads a snapshot (the latest value of every key) and writes typed records; the Kafka store
+below keeps them on the target, :class:`InMemoryStateStore` in a list for unit tests.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +18,19 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.connection import ClusterConnection
-from geokafka.control.rpo import observation_key as ends_key  # noqa: F401 - public here too
-from geokafka.control.state_keys import STATE_TOPIC, progress_key  # noqa: F401 - public here too
+from geokafka.control.state_records import (
+    STATE_TOPIC,
+    FailoverRecord,
+    GroupCheckpoint,
+    Heartbeat,
+    HeldGroups,
+    Progress,
+    Role,
+    SourceEnds,
+    StateRecord,
+    TopicId,
+    flow_prefix,
+)
 from geokafka.errors import KafkaOperationError
 
 _STATE_CONFIGS = {
@@ -42,21 +43,136 @@ _STATE_CONFIGS = {
 
 @dataclass
 class StateSnapshot:
-    """The latest value of every key, and the offset each was read at."""
+    """The latest value of every key, and the offset each was read at; typed views per record."""
 
     values: dict[str, dict[str, Any]] = field(default_factory=dict)
     offsets: dict[str, int] = field(default_factory=dict)
     end_offset: int = 0
 
+    def _items(self, kind: str, flow: str) -> Iterator[tuple[str, dict[str, Any]]]:
+        prefix = flow_prefix(kind, flow)
+        for key, value in self.values.items():
+            if key.startswith(prefix) and value is not None:
+                yield key[len(prefix):], value
+
+    def progress_records(self, flow: str) -> dict[tuple[str, int], Progress]:
+        """(source topic, partition) -> its progress record, for one flow."""
+        records = (Progress.decode(flow, rest, value) for rest, value in self._items(Progress.KIND, flow))
+        return {(r.topic, r.partition): r for r in records}
+
     def progress(self, flow: str) -> dict[tuple[str, int], int]:
         """(source topic, partition) -> next source offset, for one flow."""
-        prefix = f"progress/{flow}/"
-        out: dict[tuple[str, int], int] = {}
-        for key, value in self.values.items():
-            if key.startswith(prefix):
-                topic, _, partition = key[len(prefix):].rpartition("/")
-                out[(topic, int(partition))] = int(value["next"])
-        return out
+        return {tp: r.next for tp, r in self.progress_records(flow).items()}
+
+    def progress_offset(self, flow: str, topic: str, partition: int) -> int | None:
+        """Offset in the state topic the partition's progress was read at (None: no progress)."""
+        return self.offsets.get(Progress.key_of(flow, topic, partition))
+
+    def heartbeat(self, flow: str) -> Heartbeat | None:
+        """The flow's last recorded state."""
+        value = self.values.get(Heartbeat.key_of(flow))
+        return None if value is None else Heartbeat.decode(flow, value)
+
+    def source_ends(self, flow: str) -> SourceEnds | None:
+        """The mirror's last observation of the flow's source end offsets."""
+        value = self.values.get(SourceEnds.key_of(flow))
+        return SourceEnds.decode(flow, value) if value and "at_ms" in value else None
+
+    def role(self, flow: str) -> str:
+        """``failed-over`` or ``active`` (the default: no failover recorded)."""
+        value = self.values.get(Role.key_of(flow))
+        return Role.ACTIVE if value is None else Role.decode(flow, value).role
+
+    def failover_report(self, flow: str) -> dict[str, Any] | None:
+        """The flow's last failover report, as recorded."""
+        value = self.values.get(FailoverRecord.key_of(flow))
+        return None if value is None else FailoverRecord.decode(flow, value).report
+
+    def held_groups(self, flow: str) -> HeldGroups | None:
+        """Groups the flow's offset sync leaves alone on the target."""
+        value = self.values.get(HeldGroups.key_of(flow))
+        return None if value is None else HeldGroups.decode(flow, value)
+
+    def checkpoints(self, flow: str) -> dict[str, GroupCheckpoint]:
+        """group -> the flow's checkpoint of it."""
+        records = (GroupCheckpoint.decode(flow, rest, value) for rest, value in self._items(GroupCheckpoint.KIND, flow))
+        return {r.group: r for r in records}
+
+    def topic_ids(self, flow: str) -> dict[str, str]:
+        """source topic -> its ID when the flow started replicating it."""
+        return {rest: str(value["topic_id"]) for rest, value in self._items(TopicId.KIND, flow) if "topic_id" in value}
+
+    def apply(self, key: str, value: dict[str, Any] | None, offset: int) -> None:
+        """One record read from the log, in order (None: the key was deleted)."""
+        if value is None:
+            self.values.pop(key, None)
+        else:
+            self.values[key] = value
+        self.offsets[key] = offset
+
+
+class StateStore(ABC):
+    """Reads and writes one target's state."""
+
+    name: str
+
+    @abstractmethod
+    def read(self, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
+        """The committed state from ``from_offset`` to the current end (records before it are not applied)."""
+
+    @abstractmethod
+    def write(self, *records: StateRecord, timeout_s: float = 15.0) -> None:
+        """Write records and wait for the acks."""
+
+    def set_flow_state(self, flow: str, state: str, **details: Any) -> None:
+        """Record a flow's state (running, stopped, failed-over, error)."""
+        self.write(Heartbeat(flow, state, int(time.time() * 1000), details))
+
+    def set_role(self, flow: str, role: str, **details: Any) -> None:
+        """Record a failover decision (``failed-over`` or ``active``), and show it as the flow's state."""
+        now = int(time.time() * 1000)
+        shown = "failed-over" if role == Role.FAILED_OVER else "stopped"
+        self.write(Role(flow, role, now, details), Heartbeat(flow, shown, now, details))
+
+
+class InMemoryStateStore(StateStore):
+    """A state store in a list, with the Kafka store's semantics (latest value per key wins)."""
+
+    def __init__(self, name: str = "memory") -> None:
+        self.name = name
+        self.log: list[tuple[str, dict[str, Any]]] = []
+
+    def read(self, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
+        """Everything written from ``from_offset`` on."""
+        snapshot = StateSnapshot(end_offset=len(self.log))
+        for offset, (key, value) in enumerate(self.log[from_offset:], start=from_offset):
+            snapshot.apply(key, json.loads(json.dumps(value)), offset)
+        return snapshot
+
+    def write(self, *records: StateRecord, timeout_s: float = 15.0) -> None:
+        """Append the records."""
+        self.log.extend((r.key, r.encode()) for r in records)
+
+
+class KafkaStateStore(StateStore):
+    """The state topic on a target cluster."""
+
+    def __init__(self, conn: ClusterConnection) -> None:
+        self.conn = conn
+        self.name = conn.name
+
+    def read(self, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
+        """Read the committed state from ``from_offset`` to the current end."""
+        return _read_state(self.conn, from_offset, timeout_s)
+
+    def write(self, *records: StateRecord, timeout_s: float = 15.0) -> None:
+        """Write records and wait for the acks."""
+        _write_entries(self.conn, {r.key: r.encode() for r in records}, timeout_s)
+
+
+def state_store(conn: ClusterConnection) -> KafkaStateStore:
+    """The state store of the cluster ``conn`` reaches."""
+    return KafkaStateStore(conn)
 
 
 def ensure_state_topic(admin: ClusterAdmin) -> None:
@@ -68,7 +184,7 @@ def ensure_state_topic(admin: ClusterAdmin) -> None:
     admin.create_topic(STATE_TOPIC, 1, rf, configs)
 
 
-def read_state(conn: ClusterConnection, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
+def _read_state(conn: ClusterConnection, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
     """Read the committed state from ``from_offset`` to the current end."""
     admin = ClusterAdmin(conn, timeout_s)
     consumer = admin.consumer()
@@ -84,16 +200,16 @@ def read_state(conn: ClusterConnection, from_offset: int = 0, timeout_s: float =
         while time.monotonic() < deadline:
             msgs = consumer.consume(1000, timeout=0.5)
             for msg in msgs:
-                if msg.error():
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
                         continue
-                    raise KafkaException(msg.error())
-                key = msg.key().decode() if msg.key() else ""
-                if msg.value() is None:
-                    snapshot.values.pop(key, None)
-                else:
-                    snapshot.values[key] = json.loads(msg.value())
-                snapshot.offsets[key] = msg.offset()
+                    raise KafkaException(err)
+                raw_key, raw, offset = msg.key(), msg.value(), msg.offset()
+                if offset is None:
+                    continue  # only error events lack an offset
+                key = raw_key.decode() if isinstance(raw_key, bytes) else (raw_key or "")
+                snapshot.apply(key, None if raw is None else json.loads(raw), offset)
             position = consumer.position([tp])[0].offset
             if position >= end:
                 return snapshot
@@ -111,7 +227,7 @@ def read_state(conn: ClusterConnection, from_offset: int = 0, timeout_s: float =
         consumer.close()
 
 
-def write_state(conn: ClusterConnection, entries: dict[str, dict[str, Any] | None], timeout_s: float = 15.0) -> None:
+def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | None], timeout_s: float = 15.0) -> None:
     """Write state entries (None deletes a key) and wait for the acks."""
     producer = _state_producer(conn)
     errors: list[str] = []
@@ -147,32 +263,3 @@ def release_state_producers() -> None:
     while _PRODUCERS:
         _, producer = _PRODUCERS.popitem()
         producer.flush(1)
-
-
-def set_flow_state(conn: ClusterConnection, flow: str, state: str, **details: Any) -> None:
-    """Record a flow's state (running, stopped, failed-over, error) on its target."""
-    write_state(conn, {f"flow/{flow}": {"state": state, "at_ms": int(time.time() * 1000), **details}})
-
-
-def held_groups_key(flow: str) -> str:
-    """Key of the groups a flow's offset sync leaves alone because they are in use on the target."""
-    return f"held-groups/{flow}"
-
-
-def role_key(flow: str) -> str:
-    """Key of a flow's role, as set by failover/promote/failback."""
-    return f"role/{flow}"
-
-
-def set_flow_role(conn: ClusterConnection, flow: str, role: str, **details: Any) -> None:
-    """Record a failover decision (``failed-over`` or ``active``), and show it as the flow's state."""
-    now = int(time.time() * 1000)
-    write_state(conn, {
-        role_key(flow): {"role": role, "at_ms": now, **details},
-        f"flow/{flow}": {"state": "failed-over" if role == "failed-over" else "stopped", "at_ms": now, **details},
-    })
-
-
-def flow_role(state: StateSnapshot, flow: str) -> str:
-    """``failed-over`` or ``active``."""
-    return str(state.values.get(role_key(flow), {}).get("role", "active"))

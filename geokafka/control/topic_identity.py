@@ -4,22 +4,14 @@ A topic deleted and re-created under the same name starts its offsets again, so 
 ("replicated up to offset 100") no longer means anything for it, and comparing log lengths
 cannot tell when the new log is longer. Kafka gives every topic an ID (KIP-516) that a
 re-creation changes. The flow's first start records each source topic's ID on the target
-(``topic-id/<flow>/<topic>``); every later start, and the running mirror every few seconds,
-compares it with the source's current ID.
+(a :class:`~geokafka.control.state_records.TopicId`); every later start, and the running
+mirror every few seconds, compares it with the source's current ID.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-_PREFIX = "topic-id/"
-
-
-def topic_id_key(flow: str, topic: str) -> str:
-    """State key of the ID of one source topic of a flow."""
-    return f"{_PREFIX}{flow}/{topic}"
 
 
 @dataclass(frozen=True)
@@ -36,18 +28,6 @@ class Recreation:
         if self.current_id is None:
             return f"topic deleted (topic id {self.replicated_id})"
         return f"topic deleted and re-created (topic id {self.replicated_id} -> {self.current_id})"
-
-
-def stored_topic_ids(values: Mapping[str, Mapping[str, Any]], flow: str) -> dict[str, str]:
-    """topic -> recorded topic ID, for one flow, from the state's values."""
-    prefix = topic_id_key(flow, "")
-    return {key[len(prefix):]: str(value["topic_id"]) for key, value in values.items()
-            if key.startswith(prefix) and value and "topic_id" in value}
-
-
-def encode(topic_id: str, at_ms: int) -> dict[str, Any]:
-    """The state record's value."""
-    return {"topic_id": topic_id, "at_ms": at_ms}
 
 
 def recreations(stored: Mapping[str, str], current: Mapping[str, str], replicated: set[str],

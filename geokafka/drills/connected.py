@@ -20,7 +20,7 @@ from typing import Any
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.control.naming import policy_for
-from geokafka.control.state_store import ends_key, read_state
+from geokafka.control.state_store import state_store
 from geokafka.drills.orders import GroupReader, OrderStream
 from geokafka.errors import DrillFailedError, TopologyError
 from geokafka.failover.failover import FailoverReport, failover
@@ -150,9 +150,10 @@ def _replicated(target: ClusterConnection, replica: str, partitions: int) -> int
 def _sample(topology: Topology, flow_name: str, stream: OrderStream, reader: GroupReader,
             started: float) -> dict[str, Any]:
     try:
-        state = read_state(connection(topology, topology.flows[flow_name].target), timeout_s=3)
+        state = state_store(connection(topology, topology.flows[flow_name].target)).read(timeout_s=3)
         replicated = sum(state.progress(flow_name).values())
-        ends = state.values.get(ends_key(flow_name), {}).get("ends", {})
+        observed = state.source_ends(flow_name)
+        ends = observed.ends if observed else {}
         lag = max(0, sum(ends.values()) - replicated) if ends else None
     except Exception:  # noqa: BLE001 - a sample is best effort
         replicated, lag = None, None

@@ -21,7 +21,8 @@ from geokafka.control.connection import connection
 from geokafka.control.offsets._groups_io import list_group_ids
 from geokafka.control.offsets.back import BackReport, move_groups_back
 from geokafka.control.selection import select_groups, select_topics
-from geokafka.control.state_store import flow_role, read_state, set_flow_role
+from geokafka.control.state_records import Role
+from geokafka.control.state_store import state_store
 from geokafka.errors import FlowStateError
 from geokafka.failover.failover import FailoverReport, failover
 from geokafka.topology.schema import Flow, Topology
@@ -83,7 +84,7 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
     """
     flow = topology.flow(flow_name)
     target = connection(topology, flow.target)
-    if flow_role(read_state(target), flow_name) != "failed-over":
+    if state_store(target).read().role(flow_name) != Role.FAILED_OVER:
         raise FlowStateError(f"flow {flow_name} is not failed over; nothing to fail back")
     ClusterAdmin(connection(topology, flow.source)).check_reachable()
     full = with_reverse_flow(topology, flow_name)
@@ -93,8 +94,9 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
     if dry_run:
         return _preview(full, flow_name, reverse, report)
     # A reverse flow left failed-over by an earlier failback would refuse to run: reset it.
-    if flow_role(read_state(connection(topology, flow.source)), reverse) == "failed-over":
-        set_flow_role(connection(topology, flow.source), reverse, "active")
+    source_store = state_store(connection(topology, flow.source))
+    if source_store.read().role(reverse) == Role.FAILED_OVER:
+        source_store.set_role(reverse, Role.ACTIVE)
 
     from geokafka.pipeline.mirror import mirror
 
@@ -120,7 +122,7 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
     held = sorted({p.group for p in report.groups.positions if p.action == "skip"})
     if held:
         report.notes.append(f"groups active at {flow.source} were left alone: {', '.join(held)}")
-    set_flow_role(target, flow_name, "active", failed_back_to=flow.source)
+    state_store(target).set_role(flow_name, Role.ACTIVE, failed_back_to=flow.source)
     return report
 
 

@@ -22,9 +22,10 @@ from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
-from geokafka.control.rpo import Observation, observation_key, rpo_bounds
+from geokafka.control.rpo import rpo_bounds
 from geokafka.control.selection import select_topics
-from geokafka.control.state_store import StateSnapshot, flow_role, read_state, set_flow_role, write_state
+from geokafka.control.state_records import FailoverRecord, Role
+from geokafka.control.state_store import StateSnapshot, state_store
 from geokafka.control.topic_sync import TopicPair, sync_topic_configs
 from geokafka.errors import ClusterUnreachableError, FlowStateError
 from geokafka.pipeline.assignment import fence_writers
@@ -104,7 +105,7 @@ def flow_pairs(topology: Topology, flow_name: str, state: StateSnapshot) -> list
     partitions: dict[str, int] = {}
     for topic, partition in state.progress(flow_name):
         partitions[topic] = max(partitions.get(topic, 0), partition + 1)
-    observation = Observation.decode(state.values.get(observation_key(flow_name)))
+    observation = state.source_ends(flow_name)
     for key in observation.ends if observation else {}:
         topic, _, partition = key.rpartition("/")
         partitions[topic] = max(partitions.get(topic, 0), int(partition) + 1)
@@ -113,14 +114,12 @@ def flow_pairs(topology: Topology, flow_name: str, state: StateSnapshot) -> list
 
 def losses(flow_name: str, state: StateSnapshot) -> tuple[int | None, list[PartitionLoss]]:
     """Per partition: last observed source end vs replicated progress (pure)."""
-    observation = Observation.decode(state.values.get(observation_key(flow_name)))
+    observation = state.source_ends(flow_name)
     observed_at = observation.at_ms if observation else None
     ends = observation.ends if observation else {}
-    progress = state.progress(flow_name)
-    last_ts = {
-        (k.split("/")[2], int(k.split("/")[3])): v.get("last_timestamp", -1)
-        for k, v in state.values.items() if k.startswith(f"progress/{flow_name}/")
-    }
+    records = state.progress_records(flow_name)
+    progress = {tp: r.next for tp, r in records.items()}
+    last_ts = {tp: r.last_timestamp for tp, r in records.items()}
     keys = {(k.rpartition("/")[0], int(k.rpartition("/")[2])) for k in ends} | set(progress)
     out = []
     for topic, partition in sorted(keys):
@@ -161,8 +160,9 @@ def failover(
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe") as pool:
         probe = pool.submit(source_admin.probe, probe_timeout_s)
         ClusterAdmin(target).check_reachable()
-        state = read_state(target)
-        if flow_role(state, flow_name) == "failed-over":
+        store = state_store(target)
+        state = store.read()
+        if state.role(flow_name) == Role.FAILED_OVER:
             raise FlowStateError(f"flow {flow_name} is already failed over to {flow.target}")
         if promote:
             if not probe.result():
@@ -172,13 +172,13 @@ def failover(
             source_admin.timeout_s = 15.0
             state = _promote_preparation(topology, flow_name, source_admin, timeout_s, report)
         if not dry_run:  # from here on nothing more lands on the target from this flow
-            set_flow_role(target, flow_name, "failed-over", kind=report.kind)
+            store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind)
             fence_writers(flow_name, flow_pairs(topology, flow_name, state), target)
-            state = read_state(target)
+            state = store.read()
         report.source_reachable = probe.result()
         probed_at_ms = int(time.time() * 1000)
     report.observed_at_ms, report.partitions = losses(flow_name, state)
-    bounds = rpo_bounds(Observation.decode(state.values.get(observation_key(flow_name))), state.progress(flow_name),
+    bounds = rpo_bounds(state.source_ends(flow_name), state.progress(flow_name),
                         report.started_ms, gone_at_ms=None if report.source_reachable else probed_at_ms)
     report.observation_age_s = None if bounds.observation_age_s is None else round(bounds.observation_age_s, 3)
     if not report.source_reachable and not promote:
@@ -190,9 +190,9 @@ def failover(
         report.groups = _move_groups(topology, flow_name, report, overwrite_groups, dry_run)
     report.finished_ms = int(time.time() * 1000)
     if not dry_run:
-        write_state(target, {f"report/{flow_name}": report.to_dict()})
-        set_flow_role(target, flow_name, "failed-over", kind=report.kind, rpo_records=report.rpo_records,
-                      rpo_seconds=report.rpo_seconds)
+        store.write(FailoverRecord(flow_name, report.to_dict()))
+        store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind, rpo_records=report.rpo_records,
+                       rpo_seconds=report.rpo_seconds)
     return report
 
 
@@ -202,7 +202,7 @@ def _promote_preparation(topology: Topology, flow_name: str, source_admin: Clust
     flow = topology.flows[flow_name]
     target = connection(topology, flow.target)
     if report.dry_run:
-        state = read_state(target)
+        state = state_store(target).read()
         behind = _behind(topology, flow_name, source_admin, state)
         report.notes.append("would wait until caught up: " + (", ".join(behind[:5]) if behind else "caught up now"))
         report.notes.append("would sync topic configs and ACLs a last time, then fail over with RPO 0")
@@ -249,13 +249,14 @@ def _wait_caught_up(topology: Topology, flow_name: str, source: ClusterAdmin, ti
     target = connection(topology, flow.target)
     deadline = time.monotonic() + timeout_s
     while True:
-        state = read_state(target)
+        state = state_store(target).read()
         behind = _behind(topology, flow_name, source, state)
         if not behind:
             return state
         if time.monotonic() > deadline:
-            heartbeat = state.values.get(f"flow/{flow_name}", {})
-            hint = "" if heartbeat.get("state") == "running" else f"; is `geokafka mirror {flow_name}` running?"
+            heartbeat = state.heartbeat(flow_name)
+            running = heartbeat is not None and heartbeat.state == "running"
+            hint = "" if running else f"; is `geokafka mirror {flow_name}` running?"
             raise FlowStateError(
                 f"flow {flow_name} did not catch up within {timeout_s:.0f}s: {', '.join(behind[:5])}{hint}"
             )

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from geokafka.control.connection import connection
-from geokafka.control.rpo import Observation, observation_key, rpo_bounds
-from geokafka.control.state_store import held_groups_key
+from geokafka.control.rpo import rpo_bounds
+from geokafka.control.state_store import StateSnapshot
 from geokafka.errors import GeokafkaError
 from geokafka.guard.journal import Journal
 from geokafka.guard.summary import GuardStatus, summarize
@@ -78,12 +77,12 @@ class StatusCollector:
         if self._io is None:
             self._io = ClusterReads(self.topology, self.state_timeout_s, self.source_timeout_s)
         io = self._io
-        states: dict[str, tuple[dict[str, dict[str, Any]], GeokafkaError | None]] = {}
+        states: dict[str, tuple[StateSnapshot, GeokafkaError | None]] = {}
         for name in self.names:
             target = self.topology.flows[name].target
             if target not in states:
                 states[target] = io.state(target)
-        flows = [self._flow_status(name, states[self.topology.flows[name].target]) for name in self.names]
+        flows = [self._flow_status(name, io, states[self.topology.flows[name].target]) for name in self.names]
         return StatusReport(int(time.time() * 1000), flows, self._guard_status())
 
     def _guard_status(self) -> GuardStatus | None:
@@ -97,18 +96,18 @@ class StatusCollector:
             return GuardStatus(stretch.cluster, error=f"guard journal unavailable: {exc}")
         return summarize(stretch.cluster, entries)
 
-    def _flow_status(self, name: str, state: tuple[dict[str, dict[str, Any]], GeokafkaError | None]) -> FlowStatus:
+    def _flow_status(self, name: str, io: ClusterReads, read: tuple[StateSnapshot, GeokafkaError | None]) -> FlowStatus:
         flow = self.topology.flows[name]
-        values, state_error = state
-        record = values.get(f"flow/{name}")
-        partitions, source_error, observed_ms, now_ms = flow_partitions(self._io, name, flow, values)
+        state, state_error = read
+        heartbeat = state.heartbeat(name)
+        record = None if heartbeat is None else heartbeat.as_dict()
+        partitions, source_error, observed_ms, now_ms = flow_partitions(io, name, flow, state)
         reachable = source_error is None
-        role = (values.get(f"role/{name}") or {}).get("role")
-        shown, age = headline_state(record, now_ms, reachable, self.stale_after_s, role)
+        shown, age = headline_state(record, now_ms, reachable, self.stale_after_s, state.role(name))
         status = FlowStatus(
             name=name, source=flow.source, target=flow.target, state=shown, heartbeat_age_s=age,
             source_reachable=reachable, source_error=source_error, partitions=partitions,
-            last_failover=values.get(f"report/{name}"), **mirror_details(record),
+            last_failover=state.failover_report(name), **mirror_details(record),
         )
         if state_error is not None:
             status.state_error = f"state unavailable: {state_error}"
@@ -120,10 +119,10 @@ class StatusCollector:
         status.rpo = flow_rpo(partitions, basis, observed_ms)
         if basis == "last-observed":
             progress = {(p.topic, p.partition): p.replicated for p in partitions if p.replicated is not None}
-            bounds = rpo_bounds(Observation.decode(values.get(observation_key(name))), progress, now_ms,
-                                gone_at_ms=now_ms)
+            bounds = rpo_bounds(state.source_ends(name), progress, now_ms, gone_at_ms=now_ms)
             status.rpo.upper_records = bounds.upper_records
-        status.held_groups = list((values.get(held_groups_key(name)) or {}).get("held", []))
+        held = state.held_groups(name)
+        status.held_groups = [] if held is None else list(held.held)
         return status
 
     def close(self) -> None:

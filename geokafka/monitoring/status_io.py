@@ -11,36 +11,31 @@ from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
 from geokafka.control.selection import select_topics
-from geokafka.control.state_store import ends_key, read_state
+from geokafka.control.state_records import TopicPartitionKey
+from geokafka.control.state_store import StateSnapshot, state_store
 from geokafka.errors import GeokafkaError
 from geokafka.monitoring.status import PartitionStatus, observed_lag, partition_lag, raw_lag
 from geokafka.topology.schema import Flow, Topology
-
-TP = tuple[str, int]
 
 
 class StateCache:
     """The latest value of every key of one target's ``__geokafka_state``, read incrementally."""
 
     def __init__(self, topology: Topology, cluster: str, timeout_s: float) -> None:
-        self.conn = connection(topology, cluster)
+        self.store = state_store(connection(topology, cluster))
         self.timeout_s = timeout_s
-        self.values: dict[str, dict[str, Any]] = {}
-        self.end = 0
+        self.snapshot = StateSnapshot()
 
-    def refresh(self) -> dict[str, dict[str, Any]]:
+    def refresh(self) -> StateSnapshot:
         """Read what was written since the last refresh; raises GeokafkaError when it cannot."""
-        snap = read_state(self.conn, self.end, self.timeout_s)
-        if snap.end_offset < self.end:  # the state topic was recreated: start over
-            self.values, self.end = {}, 0
-            snap = read_state(self.conn, 0, self.timeout_s)
-        for key in snap.offsets:  # offsets lists tombstoned keys too
-            if key in snap.values:
-                self.values[key] = snap.values[key]
-            else:
-                self.values.pop(key, None)
-        self.end = max(self.end, snap.end_offset)
-        return self.values
+        snap = self.store.read(self.snapshot.end_offset, self.timeout_s)
+        if snap.end_offset < self.snapshot.end_offset:  # the state topic was recreated: start over
+            self.snapshot = StateSnapshot()
+            snap = self.store.read(0, self.timeout_s)
+        for key, offset in snap.offsets.items():  # offsets lists tombstoned keys too
+            self.snapshot.apply(key, snap.values.get(key), offset)
+        self.snapshot.end_offset = max(self.snapshot.end_offset, snap.end_offset)
+        return self.snapshot
 
 
 class ClusterReads:
@@ -53,18 +48,18 @@ class ClusterReads:
         self._states: dict[str, StateCache] = {}
         self._admins: dict[str, ClusterAdmin] = {}
 
-    def state(self, cluster: str) -> tuple[dict[str, dict[str, Any]], GeokafkaError | None]:
-        """State values of target ``cluster`` and the error that kept them from being current.
+    def state(self, cluster: str) -> tuple[StateSnapshot, GeokafkaError | None]:
+        """State of target ``cluster`` and the error that kept it from being current.
 
-        After a failed read, the values are those of the last successful read (maybe none).
+        After a failed read, the state is that of the last successful read (maybe empty).
         """
         if cluster not in self._states:
             self._states[cluster] = StateCache(self.topology, cluster, self.state_timeout_s)
         cache = self._states[cluster]
         try:
-            return dict(cache.refresh()), None
+            return cache.refresh(), None
         except GeokafkaError as exc:
-            return dict(cache.values), exc
+            return cache.snapshot, exc
 
     def admin(self, cluster: str) -> ClusterAdmin:
         """The admin client of ``cluster``."""
@@ -79,40 +74,37 @@ class ClusterReads:
         self._admins.clear()
 
 
-def flow_progress(values: dict[str, dict[str, Any]], flow: str) -> dict[TP, tuple[int, int | None]]:
+def flow_progress(state: StateSnapshot, flow: str) -> dict[TopicPartitionKey, tuple[int, int | None]]:
     """(topic, partition) -> (next source offset, timestamp of the last replicated record)."""
-    prefix = f"progress/{flow}/"
-    out: dict[TP, tuple[int, int | None]] = {}
-    for key, value in values.items():
-        if key.startswith(prefix) and "next" in value:
-            topic, _, partition = key[len(prefix):].rpartition("/")
-            last = value.get("last_timestamp")
-            out[(topic, int(partition))] = (int(value["next"]), int(last) if last is not None and last >= 0 else None)
-    return out
+    return {tp: (r.next, r.last_timestamp if r.last_timestamp >= 0 else None)
+            for tp, r in state.progress_records(flow).items()}
 
 
-def observed_ends(values: dict[str, dict[str, Any]], flow: str) -> tuple[int | None, dict[TP, int]]:
+def observed_ends(state: StateSnapshot, flow: str) -> tuple[int | None, dict[TopicPartitionKey, int]]:
     """The mirror's last observation of the source end offsets: (at ms, ends)."""
-    record = values.get(ends_key(flow)) or {}
-    ends: dict[TP, int] = {}
-    for key, end in (record.get("ends") or {}).items():
+    record = state.source_ends(flow)
+    if record is None:
+        return None, {}
+    ends: dict[TopicPartitionKey, int] = {}
+    for key, end in record.ends.items():
         topic, _, partition = key.rpartition("/")
-        ends[(topic, int(partition))] = int(end)
-    at = record.get("at_ms")
-    return (int(at) if at is not None else None), ends
+        ends[(topic, int(partition))] = end
+    return record.at_ms, ends
 
 
-def source_offsets(admin: ClusterAdmin, flow: Flow) -> dict[TP, tuple[int, int]]:
+def source_offsets(admin: ClusterAdmin, flow: Flow) -> dict[TopicPartitionKey, tuple[int, int]]:
     """(topic, partition) -> (log start, end offset) of every topic the flow selects."""
     partitions = admin.topic_partitions()
-    out: dict[TP, tuple[int, int]] = {}
+    out: dict[TopicPartitionKey, tuple[int, int]] = {}
     for topic in select_topics(partitions, flow):
         for partition, (low, high) in admin.watermarks(topic, partitions[topic]).items():
             out[(topic, partition)] = (low, high)
     return out
 
 
-def first_committed(admin: ClusterAdmin, positions: dict[TP, int], timeout_s: float) -> dict[TP, Any]:
+def first_committed(
+    admin: ClusterAdmin, positions: dict[TopicPartitionKey, int], timeout_s: float
+) -> dict[TopicPartitionKey, Any]:
     """For each partition, the first committed record at/after its position: (offset, timestamp ms).
 
     None when there is none (only transaction markers or aborted records remain); partitions
@@ -125,7 +117,7 @@ def first_committed(admin: ClusterAdmin, positions: dict[TP, int], timeout_s: fl
         "max.partition.fetch.bytes": 65536, "queued.max.messages.kbytes": 4096,
     })
     pending = set(positions)
-    found: dict[TP, Any] = {}
+    found: dict[TopicPartitionKey, Any] = {}
     try:
         consumer.assign([TopicPartition(t, p, off) for (t, p), off in positions.items()])
         deadline = time.monotonic() + timeout_s
@@ -152,16 +144,16 @@ def first_committed(admin: ClusterAdmin, positions: dict[TP, int], timeout_s: fl
 
 
 def flow_partitions(
-    io: ClusterReads, name: str, flow: Flow, values: dict[str, dict[str, Any]]
+    io: ClusterReads, name: str, flow: Flow, state: StateSnapshot
 ) -> tuple[list[PartitionStatus], str | None, int | None, int]:
     """Per-partition status of one flow: (partitions, source error, observation time, now ms)."""
-    progress = flow_progress(values, name)
+    progress = flow_progress(state, name)
     policy = policy_for(flow)
     try:
         admin = io.admin(flow.source)
         offsets = source_offsets(admin, flow)
     except GeokafkaError as exc:
-        observed_ms, ends = observed_ends(values, name)
+        observed_ms, ends = observed_ends(state, name)
         rows = []
         for topic, partition in sorted(set(ends) | set(progress)):
             next_offset, last_ms = progress.get((topic, partition), (None, None))
@@ -174,8 +166,8 @@ def flow_partitions(
                                         replicated, lag, seconds, last_ms, resume_offset=replicated))
         return rows, str(exc), observed_ms, int(time.time() * 1000)
 
-    effective: dict[TP, int] = {}  # where lag counts from
-    resume: dict[TP, int] = {tp: nxt for tp, (nxt, _) in progress.items()}  # where throughput counts from
+    effective: dict[TopicPartitionKey, int] = {}  # where lag counts from
+    resume: dict[TopicPartitionKey, int] = {tp: nxt for tp, (nxt, _) in progress.items()}  # where throughput counts from
     for tp, (low, high) in offsets.items():
         next_offset = progress.get(tp, (None, None))[0]
         if next_offset is None:

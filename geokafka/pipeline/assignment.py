@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_store import StateSnapshot
-from geokafka.control.topic_identity import Recreation, recreations, stored_topic_ids
+from geokafka.control.topic_identity import Recreation, recreations
 from geokafka.control.topic_sync import TopicPair
 from geokafka.errors import DataLossError
 
@@ -120,7 +120,7 @@ def plan_assignment(
     assignment = Assignment(pairs)
     marks = {pair.source: source.watermarks(pair.source, pair.partitions) for pair in pairs}
     assignment.topic_ids = source.topic_ids([pair.source for pair in pairs])
-    stored = stored_topic_ids(state.values, flow_name)
+    stored = state.topic_ids(flow_name)
     recreated = recreations(stored, assignment.topic_ids, {topic for topic, _ in progress})
     gaps = find_gaps(pairs, marks, progress, recreated)
     if gaps and not skip_gaps:
@@ -133,7 +133,8 @@ def plan_assignment(
         offsets: dict[str, int] = {}
         for p in range(pair.partitions):
             key = f"{pair.source}/{p}"
-            hint = state.offsets.get(f"progress/{flow_name}/{key}", state.end_offset)
+            hint = state.progress_offset(flow_name, pair.source, p)
+            hint = state.end_offset if hint is None else hint
             committed = progress.get((pair.source, p))
             if committed is None:
                 offsets[str(p)] = EARLIEST if start == "earliest" else LATEST

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from geokafka.control.state_store import release_state_producers
 from geokafka.errors import GeokafkaError
 from geokafka.pipeline.runner import FlowRunner
+from geokafka.pipeline.schedule import FlowState
 from geokafka.pipeline.spark_session import get_spark
 from geokafka.topology.schema import Topology
 
@@ -40,7 +41,7 @@ def mirror(
     deadline = None if duration_s is None else time.monotonic() + duration_s
     try:
         for runner in runners:
-            runner.status = "retrying"  # first start goes through the same retry/fatal handling
+            runner.status = FlowState.RETRYING  # first start goes through the same retry/fatal handling
         # The control plane's half of each start (fencing first: a killed writer's open
         # transaction blocks read_committed readers of the target until it is aborted) runs
         # while Spark starts, which takes most of a start's time.
@@ -56,14 +57,14 @@ def mirror(
                 runner.tick()
             if on_tick is not None:
                 on_tick(runners)
-            if all(r.status in ("error", "failed-over") for r in runners):
+            if all(r.status.final for r in runners):
                 break
             stop.wait(0.5)
     finally:
         for runner in runners:
             runner.stop()
         release_state_producers()
-    if all(r.status == "error" for r in runners):
+    if all(r.status == FlowState.ERROR for r in runners):
         first = runners[0].error
         if isinstance(first, GeokafkaError):
             raise first

@@ -12,6 +12,7 @@ import os
 import socket
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -20,24 +21,16 @@ from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
-from geokafka.control.rpo import RATE_WINDOW, Observation, observation_key, peak_rate
+from geokafka.control.rpo import RATE_WINDOW, peak_rate
 from geokafka.control.selection import select_topics
-from geokafka.control.state_keys import progress_key
-from geokafka.control.state_store import (
-    StateSnapshot,
-    ensure_state_topic,
-    flow_role,
-    held_groups_key,
-    read_state,
-    set_flow_state,
-    write_state,
-)
-from geokafka.control.topic_identity import encode as encode_topic_id
-from geokafka.control.topic_identity import recreations, stored_topic_ids, topic_id_key
+from geokafka.control.state_records import HeldGroups, Progress, Role, SourceEnds, StateRecord, TopicId
+from geokafka.control.state_store import StateSnapshot, StateStore, ensure_state_topic, state_store
+from geokafka.control.topic_identity import recreations
 from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
 from geokafka.pipeline.assignment import Assignment, data_loss_error, fence_writers, find_gaps, plan_assignment
 from geokafka.pipeline.failures import classify
 from geokafka.pipeline.query import FlowQuery
+from geokafka.pipeline.schedule import Backoff, Every, FlowState
 from geokafka.topology.schema import Topology
 
 if TYPE_CHECKING:
@@ -57,45 +50,71 @@ class PartitionProgress:
 
 
 @dataclass
+class FlowClients:
+    """The admin clients a runner keeps: for work, and short-timeout ones for its watch loop."""
+
+    source_admin: ClusterAdmin
+    observer: ClusterAdmin
+    """The source, with a 2 s timeout: must not stall the loop when the source dies."""
+    target_admin: ClusterAdmin
+    target_probe: ClusterAdmin
+    """The target, with a 2 s timeout: checked before writing state on the way out."""
+
+    @classmethod
+    def connect(cls, topology: Topology, flow_name: str) -> FlowClients:
+        """Clients for both clusters of a flow."""
+        flow = topology.flows[flow_name]
+        source, target = connection(topology, flow.source), connection(topology, flow.target)
+        return cls(ClusterAdmin(source), ClusterAdmin(source, timeout_s=2.0), ClusterAdmin(target),
+                   ClusterAdmin(target, timeout_s=2.0))
+
+
+@dataclass
 class FlowRunner:
-    """Runs one flow's query and keeps it healthy."""
+    """Runs one flow's query and keeps it healthy.
+
+    ``clock`` (monotonic seconds), ``clients`` and ``store`` default to the real ones; tests
+    pass a fake clock, fake clients and an in-memory state store to drive its transitions.
+    """
 
     spark: SparkSession | None
     topology: Topology
     name: str
-    status: str = "starting"
+    status: FlowState = FlowState.STARTING
     error: errors.GeokafkaError | None = None
     progress: dict[tuple[str, int], PartitionProgress] = field(default_factory=dict)
     gaps_skipped: int = 0
     restarts: int = 0
     batches: int = 0
+    clock: Callable[[], float] = time.monotonic
+    clients: FlowClients | None = None
+    store: StateStore | None = None
     _query: FlowQuery | None = None
     _pairs: list[TopicPair] = field(default_factory=list)
-    _retry_at: float = 0.0
-    _backoff: float = 1.0
-    _next_refresh: float = 0.0
-    _next_sync: float = 0.0
-    _next_heartbeat: float = 0.0
-    _next_observation: float = 0.0
+    _backoff: Backoff = field(default_factory=Backoff)
+    _heartbeat_job: Every = field(default_factory=lambda: Every(5.0))
+    _observation_job: Every = field(default_factory=lambda: Every(1.0))
+    _identity_job: Every = field(default_factory=lambda: Every(1.0))
     _offset_index: Any = None
     _ever_started: bool = False
     _prepared: Assignment | None = None
     _max_message_bytes: dict[str, int] = field(default_factory=dict)
     _topic_ids: dict[str, str] = field(default_factory=dict)
-    _next_identity_check: float = 0.0
     _held_groups: list[tuple[str, str, int, str]] = field(default_factory=list)
-    _observation: Observation | None = None
+    _observation: SourceEnds | None = None
     _rate_samples: deque[tuple[int, int]] = field(default_factory=lambda: deque(maxlen=RATE_WINDOW))
 
     def __post_init__(self) -> None:
         self.flow = self.topology.flows[self.name]
         self.source = connection(self.topology, self.flow.source)
         self.target = connection(self.topology, self.flow.target)
-        self.source_admin = ClusterAdmin(self.source)
-        self._observer = ClusterAdmin(self.source, timeout_s=2.0)  # must not stall the loop when the source dies
-        self.target_admin = ClusterAdmin(self.target)
-        self._target_probe = ClusterAdmin(self.target, timeout_s=2.0)  # before writing state on the way out
+        clients = self.clients or FlowClients.connect(self.topology, self.name)
+        self.source_admin, self._observer = clients.source_admin, clients.observer
+        self.target_admin, self._target_probe = clients.target_admin, clients.target_probe
+        self._store: StateStore = self.store or state_store(self.target)
         self.policy = policy_for(self.flow)
+        self._refresh_job = Every(self._refresh_interval())
+        self._sync_job = Every(self.flow.sync_interval_s)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -119,8 +138,8 @@ class FlowRunner:
         # every target topic's) last stable offset until it times out, and the state must be
         # read to its end.
         fence_writers(self.name, self._pairs, self.target)
-        state = read_state(self.target)
-        if flow_role(state, self.name) == "failed-over":
+        state = self._store.read()
+        if state.role(self.name) == Role.FAILED_OVER:
             raise errors.FlowFailedOverError(
                 f"flow {self.name} was failed over to {self.flow.target}; run `geokafka failback {self.name}` instead"
             )
@@ -135,18 +154,18 @@ class FlowRunner:
         """Before the query starts: the source topic IDs it replicates. A skipped re-created topic's
         progress is reset to where its new log starts first, so no crash can pair the new ID with
         the old topic's offsets."""
-        stored = stored_topic_ids(state.values, self.name)
+        stored = state.topic_ids(self.name)
         now_ms = int(time.time() * 1000)
-        resets: dict[str, dict[str, Any] | None] = {
-            progress_key(self.name, gap.topic, gap.partition): {"next": assignment.expected[f"{gap.topic}/{gap.partition}"][0]}
+        resets: list[StateRecord] = [
+            Progress(self.name, gap.topic, gap.partition, assignment.expected[f"{gap.topic}/{gap.partition}"][0])
             for gap in assignment.gaps if gap.last is None
-        }
-        ids: dict[str, dict[str, Any] | None] = {
-            topic_id_key(self.name, topic): encode_topic_id(topic_id, now_ms)
+        ]
+        ids: list[StateRecord] = [
+            TopicId(self.name, topic, topic_id, now_ms)
             for topic, topic_id in assignment.topic_ids.items() if stored.get(topic) != topic_id
-        }
+        ]
         if resets or ids:
-            write_state(self.target, {**resets, **ids})
+            self._store.write(*resets, *ids)
 
     def try_prepare(self) -> None:
         """:meth:`prepare`, a failure handled as a failed start is (retry, or stop on a fatal one)."""
@@ -170,14 +189,14 @@ class FlowRunner:
                 self.spark, self.name, self.flow, self.topology.pipeline, self.source, self.target, assignment,
                 {p.source: p.target for p in self._pairs}, self._record_batch, self._max_message_bytes,
             )
-        now = time.monotonic()
-        self._next_refresh = now + self._refresh_interval()
-        self._next_sync = now + self.flow.sync_interval_s
-        self.status, self.error = "running", None
+        now = self.clock()
+        self._refresh_job.push(now)
+        self._sync_job.push(now)
+        self.status, self.error = FlowState.RUNNING, None
         self._ever_started = True
         self._heartbeat(force=True)
 
-    def stop(self, final_state: str = "stopped") -> None:
+    def stop(self, final_state: FlowState = FlowState.STOPPED) -> None:
         """Stop the query and record ``final_state`` on the target when it is reachable."""
         if self._query is not None:
             self._query.stop()
@@ -185,28 +204,28 @@ class FlowRunner:
         if self._offset_index is not None:
             self._offset_index.close()
             self._offset_index = None
-        if self.status == "failed-over":
+        if self.status == FlowState.FAILED_OVER:
             return
-        if self.status == "retrying" and self.error is not None and not self._ever_started:
+        if self.status == FlowState.RETRYING and self.error is not None and not self._ever_started:
             # never replicated anything: give up with the reason (e.g. an unreachable cluster)
-            self.status = "error"
-        if self.status != "error":
+            self.status = FlowState.ERROR
+        if self.status != FlowState.ERROR:
             self.status = final_state
         self._record_final_state(self.status, **self._summary())
 
     def tick(self) -> None:
         """Check health, restart after failures, refresh selection, run periodic syncs."""
-        now = time.monotonic()
-        if self.status in ("error", "failed-over"):
+        now = self.clock()
+        if self.status.final:
             return
-        if self.status == "retrying":
-            if now >= self._retry_at:
+        if self.status == FlowState.RETRYING:
+            if self._backoff.due(now):
                 self._try_start()
-            if self.status == "retrying" and self._next_heartbeat and now >= self._next_heartbeat:
+            if self.status == FlowState.RETRYING and self._heartbeat_job.ever_run:
                 self._heartbeat()  # a failover may happen while the source is unreachable
             return
         self._heartbeat()  # first: it notices a failover made elsewhere
-        if self.status != "running":
+        if self.status != FlowState.RUNNING:
             return
         if self._query is not None:
             self._query.poll()
@@ -218,19 +237,15 @@ class FlowRunner:
                 failure = self._diagnose_loss() or failure
             self._handle_failure(failure)
             return
-        if now >= self._next_identity_check:
-            self._next_identity_check = now + 1.0
-            if self._source_topic_recreated():
-                return
-        if now >= self._next_refresh:
-            self._next_refresh = now + self._refresh_interval()
+        if self._identity_job.take(now) and self._source_topic_recreated():
+            return
+        if self._refresh_job.take(now):
             if self._selection_changed():
                 log.info("flow %s: topic selection changed, restarting its query", self.name)
                 self._prepare_targets()
                 self._restart()
                 return
-        if now >= self._next_sync:
-            self._next_sync = now + self.flow.sync_interval_s
+        if self._sync_job.take(now):
             self._periodic_sync()
 
     # -- internals -------------------------------------------------------------------------
@@ -257,10 +272,10 @@ class FlowRunner:
     def _diagnose_loss(self) -> errors.DataLossError | None:
         """The query stopped on a data loss its source reported: name every partition and range."""
         try:
-            state = read_state(self.target, timeout_s=15.0)
+            state = self._store.read(timeout_s=15.0)
             progress = state.progress(self.name)
             current = self._observer.topic_ids([pair.source for pair in self._pairs])
-            recreated = recreations(stored_topic_ids(state.values, self.name), current, {t for t, _ in progress},
+            recreated = recreations(state.topic_ids(self.name), current, {t for t, _ in progress},
                                     include_deleted=True)
             gone = {r.topic for r in recreated}
             marks = {pair.source: self._observer.watermarks(pair.source, pair.partitions)
@@ -273,7 +288,7 @@ class FlowRunner:
     def _try_start(self) -> None:
         try:
             self.start()
-            self._backoff = 1.0
+            self._backoff.reset()
         except errors.GeokafkaError as exc:
             self._start_failed(exc)
 
@@ -312,23 +327,22 @@ class FlowRunner:
             self._schedule_retry(failure)
 
     def _schedule_retry(self, exc: errors.GeokafkaError) -> None:
-        log.warning("flow %s: %s; retrying in %.0fs", self.name, exc, self._backoff)
-        self.status, self.error = "retrying", exc
-        self._retry_at = time.monotonic() + self._backoff
-        self._backoff = min(self._backoff * 2, 30.0)
+        delay = self._backoff.schedule(self.clock())
+        log.warning("flow %s: %s; retrying in %.0fs", self.name, exc, delay)
+        self.status, self.error = FlowState.RETRYING, exc
 
     def _fail(self, exc: errors.GeokafkaError) -> None:
-        self.status, self.error = "error", exc
+        self.status, self.error = FlowState.ERROR, exc
         if self._query is not None:
             self._query.stop()
             self._query = None
-        self._record_final_state("error", reason=str(exc), error=type(exc).__name__)
+        self._record_final_state(FlowState.ERROR, reason=str(exc), error=type(exc).__name__)
 
     def _record_final_state(self, state: str, **details: Any) -> None:
         """Best effort: skipped at once when the target does not answer (no 15 s flush, no log flood)."""
         try:
             self._target_probe.check_reachable()
-            set_flow_state(self.target, self.name, state, **details)
+            self._store.set_flow_state(self.name, state, **details)
         except errors.GeokafkaError:
             pass
 
@@ -405,9 +419,8 @@ class FlowRunner:
             reasons = sorted({r for g, _, _, r in now if g == group})
             log.warning("flow %s: group %s is in use on %s, its offsets there are not synced: %s",
                         self.name, group, self.flow.target, reasons[0])
-        write_state(self.target, {held_groups_key(self.name): {
-            "at_ms": int(time.time() * 1000),
-            "held": [{"group": g, "topic": t, "partition": p, "reason": r} for g, t, p, r in now]}})
+        self._store.write(HeldGroups(self.name, int(time.time() * 1000), [
+            {"group": g, "topic": t, "partition": p, "reason": r} for g, t, p, r in now]))
 
     def _record_batch(self, batch_id: int, rows: list[dict[str, Any]]) -> None:
         now = time.time()
@@ -437,23 +450,21 @@ class FlowRunner:
     def _heartbeat(self, force: bool = False) -> None:
         """Every second: record the source's end offsets (what failover calls the last observation);
         every 5 s: the flow's state, so `status` can tell a live mirror from a dead one."""
-        now = time.monotonic()
-        if self.status == "running" and (force or now >= self._next_observation):
-            self._next_observation = now + 1.0
+        now = self.clock()
+        if self.status == FlowState.RUNNING and self._observation_job.take(now, force):
             self._observe_source_ends()
-        if force or now >= self._next_heartbeat:
-            self._next_heartbeat = now + 5.0
+        if self._heartbeat_job.take(now, force):
             try:
-                if flow_role(read_state(self.target, timeout_s=5.0), self.name) == "failed-over":
+                if self._store.read(timeout_s=5.0).role(self.name) == Role.FAILED_OVER:
                     self._failed_over_elsewhere()
                     return
-                set_flow_state(self.target, self.name, self.status, **self._summary())
+                self._store.set_flow_state(self.name, self.status, **self._summary())
             except errors.GeokafkaError as exc:
                 log.warning("flow %s: heartbeat not written: %s", self.name, exc)
 
     def _failed_over_elsewhere(self) -> None:
         """`failover`/`promote` ran (maybe in another process): stop, and leave its state alone."""
-        self.status = "failed-over"
+        self.status = FlowState.FAILED_OVER
         self.error = None
         if self._query is not None:
             query, self._query = self._query, None
@@ -477,11 +488,11 @@ class FlowRunner:
                 self._write_observation(failed)
             return
         self._rate_samples.append((at_ms, sum(ends.values())))
-        self._write_observation(Observation(at_ms, ends, peak_rate(self._rate_samples)))
+        self._write_observation(SourceEnds(self.name, at_ms, ends, peak_rate(self._rate_samples)))
 
-    def _write_observation(self, observation: Observation) -> None:
+    def _write_observation(self, observation: SourceEnds) -> None:
         try:
-            write_state(self.target, {observation_key(self.name): observation.encode()}, timeout_s=5.0)
+            self._store.write(observation, timeout_s=5.0)
             self._observation = observation
         except errors.GeokafkaError as exc:
             log.debug("flow %s: source observation not written: %s", self.name, exc)

@@ -13,7 +13,7 @@ from kafka_util import create_topic, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
 
 from geokafka.control.provenance import source_position
-from geokafka.control.state_store import ends_key, read_state
+from geokafka.control.state_store import state_store
 from geokafka.failover.failback import failback
 from geokafka.failover.failover import failover
 from geokafka.infra.local_cluster import kill_node, start_cluster
@@ -106,7 +106,7 @@ def test_failover_after_the_source_site_dies(base_topology, local_clusters, sout
             stream = AckedStream(south, topic, 3).start()
             time.sleep(6)
             stream.stop()
-            wait_for(lambda: read_state(west).values.get(ends_key(flow), {}).get("at_ms", 0) > stream.last_ack_ms,
+            wait_for(lambda: _observed_at(west, flow) > stream.last_ack_ms,
                      30, "an observation of the source after the last ack")
             for node in local_clusters["south"].nodes:  # the whole site dies
                 kill_node(local_clusters["south"], node.node_id, signal.SIGKILL)
@@ -161,3 +161,9 @@ def test_promote_is_lossless_and_failback_returns(base_topology, east, west, uni
     resumed_east = _drain(east, topic, group)
     remaining = {f"w{i}".encode() for i in range(40)} - {m.value() for m in read_on_west}
     assert sorted(m.value() for m in resumed_east) == sorted(remaining)
+
+
+def _observed_at(conn, flow: str) -> int:
+    """When the running mirror last looked at the source's end offsets (0: never)."""
+    observed = state_store(conn).read().source_ends(flow)
+    return 0 if observed is None else observed.at_ms

@@ -19,7 +19,8 @@ from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.offsets import TargetIndex, sync_group_offsets, translate_group
 from geokafka.control.provenance import ORIGIN_HEADER, SOURCE_HEADER, SourcePosition, source_position
-from geokafka.control.state_store import ensure_state_topic, write_state
+from geokafka.control.state_records import Progress
+from geokafka.control.state_store import ensure_state_topic, state_store
 from geokafka.errors import ClusterUnreachableError
 from geokafka.topology.schema import Cluster, Flow, Topology
 
@@ -220,7 +221,7 @@ def test_pipeline_progress_makes_a_group_at_the_source_end_caught_up(
 
     admin = ClusterAdmin(west)
     ensure_state_topic(admin)
-    write_state(west, {f"progress/{flow}/{topic}/0": {"next": 24}})  # the pipeline read to the source end
+    state_store(west).write(Progress(flow, topic, 0, 24))  # the pipeline read to the source end
     after = translate_group(topology, flow, group).partitions[0]
     assert after.caught_up and after.target_offset == before.target_offset
 

@@ -26,7 +26,8 @@ from rich.console import Console
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
-from geokafka.control.state_store import ends_key, ensure_state_topic, read_state, write_state
+from geokafka.control.state_records import FailoverRecord, Heartbeat, Role
+from geokafka.control.state_store import ensure_state_topic, state_store
 from geokafka.monitoring.collect import collect_status
 from geokafka.monitoring.metrics import render_metrics
 from geokafka.monitoring.status_render import render_report
@@ -78,9 +79,9 @@ def test_stopped_flow_lag_equals_offsets_and_dead_source_keeps_rpo(base_topology
                                                                   "topics": [topic]}}), 1000, 3)
 
     def progressed() -> bool:
-        values = read_state(west, timeout_s=20).values
-        nexts = [v["next"] for k, v in values.items() if k.startswith(f"progress/{flow}/")]
-        return bool(nexts) and sum(nexts) > 0 and ends_key(flow) in values
+        state = state_store(west).read(timeout_s=20)
+        nexts = state.progress(flow).values()
+        return bool(nexts) and sum(nexts) > 0 and state.source_ends(flow) is not None
 
     with running_mirror(topology):
         wait_for(progressed, 120, "first replicated batch and an observation of the source")
@@ -161,12 +162,12 @@ def test_stale_heartbeat_is_down_never_run_is_not_started_and_failover_wins(base
     ensure_state_topic(admin)
     admin.close()
     # what a mirror killed with SIGKILL a minute ago leaves behind: a `running` heartbeat that ages
-    write_state(west, {f"flow/{dead_flow}": {"state": "running", "at_ms": int(time.time() * 1000) - 60_000,
-                                             "written": 4, "bytes": 40, "host": "gone", "pid": 1}})
+    now_ms = int(time.time() * 1000)
+    store = state_store(west)
+    store.write(Heartbeat(dead_flow, "running", now_ms - 60_000, {"written": 4, "bytes": 40, "host": "gone", "pid": 1}))
     # what `failover` leaves: the role and the report (the mirror's last heartbeat may still say running)
-    write_state(west, {f"flow/{moved}": {"state": "running", "at_ms": int(time.time() * 1000) - 600_000},
-                       f"role/{moved}": {"role": "failed-over", "at_ms": int(time.time() * 1000)},
-                       f"report/{moved}": {"flow": moved, "kind": "failover", "rpo_records": 10}})
+    store.write(Heartbeat(moved, "running", now_ms - 600_000), Role(moved, Role.FAILED_OVER, now_ms),
+                FailoverRecord(moved, {"flow": moved, "kind": "failover", "rpo_records": 10}))
     report = collect_status(topology, [dead_flow, new_flow, moved])
     down, fresh = report.flow(dead_flow), report.flow(new_flow)
     assert report.flow(moved).state == "failed-over"

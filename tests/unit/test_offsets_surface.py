@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import geokafka.control.offsets as offsets
-from geokafka.control.offsets.checkpoints import _encode, checkpoint_key, checkpoints_in
-from geokafka.control.state_store import StateSnapshot
+from geokafka.control.state_records import GroupCheckpoint, Progress
+from geokafka.control.state_store import InMemoryStateStore
 
 
 def test_all_names_exist_and_are_sorted() -> None:
@@ -15,11 +15,10 @@ def test_all_names_exist_and_are_sorted() -> None:
 
 def test_checkpoints_round_trip_through_a_state_snapshot() -> None:
     stored = {("orders", 0): 17, ("orders", 1): 0, ("payments.eu", 3): 123}
-    snapshot = StateSnapshot(values={
-        checkpoint_key("nyc-to-atl", "billing/v2"): {"offsets": _encode(stored), "at_ms": 5},
-        checkpoint_key("other-flow", "billing/v2"): {"offsets": _encode({("x", 0): 1}), "at_ms": 6},
-        "progress/nyc-to-atl/orders/0": {"next": 18},
-    })
-    found = checkpoints_in(snapshot, "nyc-to-atl")
+    store = InMemoryStateStore()
+    store.write(GroupCheckpoint("nyc-to-atl", "billing/v2", stored, 5),
+                GroupCheckpoint("other-flow", "billing/v2", {("x", 0): 1}, 6),
+                Progress("nyc-to-atl", "orders", 0, 18))
+    found = store.read().checkpoints("nyc-to-atl")
     assert list(found) == ["billing/v2"]  # group names may contain '/'
     assert found["billing/v2"].offsets == stored and found["billing/v2"].at_ms == 5

@@ -3,9 +3,8 @@ adds the peak write rate until the source was seen gone."""
 
 from __future__ import annotations
 
-import json
-
-from geokafka.control.rpo import Observation, peak_rate, rpo_bounds
+from geokafka.control.rpo import peak_rate, rpo_bounds
+from geokafka.control.state_records import SourceEnds
 
 
 def test_peak_rate_is_the_fastest_step_between_observations() -> None:
@@ -15,7 +14,7 @@ def test_peak_rate_is_the_fastest_step_between_observations() -> None:
 
 
 def test_lower_bound_is_observed_minus_replicated() -> None:
-    obs = Observation(10_000, {"orders/0": 100, "orders/1": 40}, peak_rate=200.0)
+    obs = SourceEnds("f", 10_000, {"orders/0": 100, "orders/1": 40}, peak_rate=200.0)
     bounds = rpo_bounds(obs, {("orders", 0): 90, ("orders", 1): 40}, now_ms=12_500)
     assert bounds.lower_records == 10
     assert bounds.observation_age_s == 2.5
@@ -24,19 +23,12 @@ def test_lower_bound_is_observed_minus_replicated() -> None:
 
 
 def test_upper_bound_adds_the_peak_rate_until_a_look_failed() -> None:
-    obs = Observation(10_000, {"orders/0": 100}, peak_rate=200.0, failed_at_ms=11_500)
+    obs = SourceEnds("f", 10_000, {"orders/0": 100}, peak_rate=200.0, failed_at_ms=11_500)
     bounds = rpo_bounds(obs, {("orders", 0): 90}, now_ms=20_000)
     assert (bounds.lower_records, bounds.upper_records) == (10, 10 + 300)
     # failover's own probe found it gone earlier than the mirror did: the earlier time bounds it
     earlier = rpo_bounds(obs, {("orders", 0): 90}, now_ms=20_000, gone_at_ms=10_500)
     assert earlier.upper_records == 10 + 100
-
-
-def test_observation_round_trips_through_its_state_record() -> None:
-    obs = Observation(5, {"t/0": 7}, peak_rate=1.5, failed_at_ms=9)
-    assert Observation.decode(json.loads(json.dumps(obs.encode()))) == obs
-    assert Observation.decode(None) is None
-    assert Observation.decode({"at_ms": 5, "ends": {"t/0": 7}}) == Observation(5, {"t/0": 7})
 
 
 def test_peak_rate_takes_the_mirror_s_deque() -> None:

@@ -17,16 +17,17 @@ from geokafka.control.offsets.by_time import (
     parse_datetime,
     reset_offsets_to_datetime,
 )
-from geokafka.control.offsets.checkpoints import Checkpoint, load_checkpoints
+from geokafka.control.offsets.checkpoints import load_checkpoints
 from geokafka.control.offsets.exceptions import GroupNotEmptyError, NoCommittedOffsetsError
 from geokafka.control.offsets.groups import GroupTranslation, PartitionTranslation, translate_group
 from geokafka.control.offsets.index import PartitionIndex, TargetIndex
 from geokafka.control.offsets.sync import Decision, OffsetAction, SyncReport, decide_commit, sync_group_offsets
 from geokafka.control.offsets.translate import OffsetMapping, SourcePartition, Translation, translate_offset
+from geokafka.control.state_records import GroupCheckpoint
 
 __all__ = [
-    "Checkpoint",
     "Decision",
+    "GroupCheckpoint",
     "GroupNotEmptyError",
     "GroupTranslation",
     "NoCommittedOffsetsError",

@@ -16,8 +16,8 @@ from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaE
 from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # exported, not in its stubs
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
+from geokafka.control.state_records import TopicPartitionKey
 
-TopicPartitionKey = tuple[str, int]
 """(topic, partition)."""
 
 _IDLE_STATES = frozenset({"empty", "dead"})

@@ -42,7 +42,7 @@ from geokafka.control.offsets._groups_io import (
 from geokafka.control.offsets.index import PartitionIndex, TargetIndex
 from geokafka.control.offsets.translate import OffsetMapping, SourcePartition
 from geokafka.control.selection import select_groups, select_topics
-from geokafka.control.state_store import read_state
+from geokafka.control.state_store import state_store
 from geokafka.topology.schema import Topology
 
 
@@ -125,7 +125,7 @@ def move_groups_back(topology: Topology, flow_name: str, reverse_name: str, *, d
     reverse_topic = {rev_policy.remote_topic(reverse.source, t): t for t in a_own}  # B topic -> A topic
     groups = select_groups(list_group_ids(a_admin), flow)
     at_a = committed_offsets(a_admin, {g: None for g in groups})
-    forward_next = read_state(a_admin.conn, timeout_s=timeout_s).progress(flow_name)
+    forward_next = state_store(a_admin.conn).read(timeout_s=timeout_s).progress(flow_name)
     with TargetIndex(a_admin.conn, timeout_s=timeout_s) as a_index, \
             TargetIndex(b_admin.conn, timeout_s=timeout_s) as b_index:
         a_index.refresh(set(forward_topic.values()))

@@ -20,11 +20,12 @@ from geokafka.control.offsets._groups_io import (
     group_activity,
     list_group_ids,
 )
-from geokafka.control.offsets.checkpoints import Checkpoint, checkpoints_in, read_target_state
+from geokafka.control.offsets.checkpoints import read_target_state
 from geokafka.control.offsets.exceptions import NoCommittedOffsetsError
 from geokafka.control.offsets.index import TargetIndex
 from geokafka.control.offsets.translate import SourcePartition
 from geokafka.control.selection import select_groups, select_topics
+from geokafka.control.state_records import GroupCheckpoint
 from geokafka.errors import ClusterUnreachableError
 from geokafka.topology.schema import Topology
 
@@ -117,7 +118,7 @@ class FlowOffsets:
 
 
 def checkpoint_offsets(
-    checkpoints: Mapping[str, Checkpoint], groups: Iterable[str] | None, cause: ClusterUnreachableError
+    checkpoints: Mapping[str, GroupCheckpoint], groups: Iterable[str] | None, cause: ClusterUnreachableError
 ) -> dict[str, dict[TopicPartitionKey, int]]:
     """Source offsets from checkpoints, or ``cause`` again if a group asked for has none."""
     names = list(checkpoints) if groups is None else list(groups)
@@ -152,7 +153,7 @@ def translate_group(
     except ClusterUnreachableError as exc:
         if not fallback_to_checkpoints:
             raise
-        offsets = checkpoint_offsets(checkpoints_in(snapshot, flow_name), [group], exc)[group]
+        offsets = checkpoint_offsets(snapshot.checkpoints(flow_name), [group], exc)[group]
         replicated, origin = {t for t, _ in offsets}, "checkpoint"
     mine = {tp: o for tp, o in offsets.items() if tp[0] in replicated}
     if not mine:

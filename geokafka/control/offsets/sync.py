@@ -28,9 +28,10 @@ from geokafka.control.offsets._groups_io import (
     end_offsets,
     group_activity,
 )
-from geokafka.control.offsets.checkpoints import Checkpoint, checkpoints_in, now_ms, read_target_state, store_checkpoints
+from geokafka.control.offsets.checkpoints import now_ms, read_target_state, store_checkpoints
 from geokafka.control.offsets.groups import FlowOffsets, OffsetsFrom, PartitionTranslation, checkpoint_offsets
 from geokafka.control.offsets.index import TargetIndex
+from geokafka.control.state_records import GroupCheckpoint
 from geokafka.errors import AuthError, ClusterUnreachableError, KafkaOperationError
 from geokafka.topology.schema import Topology
 
@@ -170,7 +171,7 @@ def sync_group_offsets(
     ctx = FlowOffsets(topology, flow_name, timeout_s)
     ctx.target.check_reachable()
     snapshot = read_target_state(ctx.target)  # before the index: progress must not run ahead of it
-    known = checkpoints_in(snapshot, flow_name)
+    known = snapshot.checkpoints(flow_name)
     origin: OffsetsFrom = "source"
     try:
         if source_reachable is False:
@@ -196,7 +197,7 @@ def sync_group_offsets(
     _apply(ctx, report, translated, synced, clamp_to_end, dry_run, overwrite)
     if not dry_run:
         report.checkpoints_written = store_checkpoints(
-            ctx.target, flow_name, _checkpoints(report, offsets, replicated, known, origin), known)
+            ctx.target, _checkpoints(report, offsets, replicated, known, origin), known)
     summary = report.to_dict()["summary"]
     log.info("flow %s: group offsets %s", flow_name, summary)
     return report
@@ -206,12 +207,12 @@ def _checkpoints(
     report: SyncReport,
     offsets: dict[str, dict[TopicPartitionKey, int]],
     replicated: set[str],
-    known: dict[str, Checkpoint],
+    known: dict[str, GroupCheckpoint],
     origin: OffsetsFrom,
-) -> dict[str, Checkpoint]:
+) -> dict[str, GroupCheckpoint]:
     """Each group's new checkpoint: the source offsets just read (kept when read from a checkpoint)
     and, per target partition, what the sync has committed there so far."""
-    out: dict[str, Checkpoint] = {}
+    out: dict[str, GroupCheckpoint] = {}
     for group, by_tp in offsets.items():
         before = known.get(group)
         synced = dict(before.synced) if before else {}
@@ -221,7 +222,7 @@ def _checkpoints(
         source = {tp: o for tp, o in by_tp.items() if tp[0] in replicated} if origin == "source" else (
             dict(before.offsets) if before else {})
         at_ms = now_ms() if before is None or before.offsets != source or before.synced != synced else before.at_ms
-        out[group] = Checkpoint(group, source, at_ms, synced)
+        out[group] = GroupCheckpoint(report.flow, group, source, at_ms, synced)
     return out
 
 

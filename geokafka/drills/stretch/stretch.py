@@ -29,13 +29,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from geokafka.control.state_records import TopicPartitionKey
 from geokafka.drills.stretch import stretch_cluster as sc
 from geokafka.drills.stretch.compare import Comparison, DrillObservation, PartitionObservation, automatic_rto, compare
 from geokafka.drills.stretch.guarded import GuardThread as _GuardThread
 from geokafka.drills.stretch.guarded import dc_returns as _dc_returns
 from geokafka.drills.stretch.guarded import guard_report as _guard_report
 from geokafka.drills.stretch.timeline import write_json, write_png
-from geokafka.drills.stretch.traffic import AckLog, LiveConsumer, PacedProducer, Partition, read_back
+from geokafka.drills.stretch.traffic import AckLog, LiveConsumer, PacedProducer, read_back
 from geokafka.errors import ClusterUnreachableError, DrillFailedError, TopologyError
 from geokafka.planning.plan import StretchPlan, plan_stretch, verdict_dict
 from geokafka.planning.verdicts import Verdict
@@ -89,9 +90,9 @@ class _Traffic:
 
     def __init__(self, plan: StretchPlan, cluster: sc.DrillCluster, rack: str, consumer_bootstrap: str,
                  rate: float) -> None:
-        self.partitions: list[Partition] = [(t.name, p.partition) for t in plan.topics for p in t.partitions]
+        self.partitions: list[TopicPartitionKey] = [(t.name, p.partition) for t in plan.topics for p in t.partitions]
         self.log = AckLog(t0=time.monotonic())
-        groups: dict[str, list[Partition]] = {}
+        groups: dict[str, list[TopicPartitionKey]] = {}
         for t in plan.topics:
             groups.setdefault(t.config.acks, []).extend((t.name, p.partition) for p in t.partitions)
         self.producers = [
@@ -343,7 +344,7 @@ def _delay(at: float | None, kill_time: float, until: float) -> float | None:
     return None if at is None or at > until else round(at - kill_time, 3)
 
 
-def _losses(log: AckLog, readback: Any, partitions: list[Partition]) -> tuple[int, int]:
+def _losses(log: AckLog, readback: Any, partitions: list[TopicPartitionKey]) -> tuple[int, int]:
     """(acked records missing from readable partitions, acked records in unreadable partitions)."""
     if readback is None:
         return 0, len(log.acked)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-Partition = tuple[str, int]
+from geokafka.control.state_records import TopicPartitionKey
 
 
 def quiet_logger(name: str) -> logging.Logger:
@@ -34,8 +34,8 @@ class AckLog:
 
     t0: float
     sent_at: dict[int, float] = field(default_factory=dict)
-    sent_to: dict[int, Partition] = field(default_factory=dict)
-    acked: dict[int, tuple[Partition, int, float]] = field(default_factory=dict)
+    sent_to: dict[int, TopicPartitionKey] = field(default_factory=dict)
+    acked: dict[int, tuple[TopicPartitionKey, int, float]] = field(default_factory=dict)
     failures: Counter[str] = field(default_factory=Counter)
 
     def on_delivery(self, err: KafkaError | None, msg: object) -> None:
@@ -56,9 +56,9 @@ class AckLog:
                 buckets[i] += 1
         return buckets
 
-    def resumed_at(self, since: float) -> dict[Partition, float]:
+    def resumed_at(self, since: float) -> dict[TopicPartitionKey, float]:
         """Per partition, when the first record *sent* at or after ``since`` was acknowledged."""
-        first: dict[Partition, float] = {}
+        first: dict[TopicPartitionKey, float] = {}
         for seq, (part, _, at) in self.acked.items():
             if self.sent_at[seq] >= since and (part not in first or at < first[part]):
                 first[part] = at
@@ -68,7 +68,7 @@ class AckLog:
 class PacedProducer:
     """Produces records round-robin over the given partitions at a steady rate."""
 
-    def __init__(self, bootstrap: str, acks: str, partitions: list[Partition], rate: float, log: AckLog) -> None:
+    def __init__(self, bootstrap: str, acks: str, partitions: list[TopicPartitionKey], rate: float, log: AckLog) -> None:
         self._producer = Producer({
             "bootstrap.servers": bootstrap,
             "client.id": "geokafka-drill-producer",
@@ -121,7 +121,7 @@ class PacedProducer:
 class LiveConsumer(threading.Thread):
     """Reads every partition from the beginning, as a client in ``rack`` would (fetch from follower)."""
 
-    def __init__(self, bootstrap: str, rack: str, partitions: list[Partition], t0: float) -> None:
+    def __init__(self, bootstrap: str, rack: str, partitions: list[TopicPartitionKey], t0: float) -> None:
         super().__init__(name="geokafka-drill-consumer", daemon=True)
         self._consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": f"geokafka-drill-{int(t0)}", "client.rack": rack,
@@ -158,11 +158,11 @@ class LiveConsumer(threading.Thread):
 class ReadBack:
     """What the surviving brokers still serve."""
 
-    values: dict[Partition, set[int]]
-    unreadable: dict[Partition, str]
+    values: dict[TopicPartitionKey, set[int]]
+    unreadable: dict[TopicPartitionKey, str]
 
 
-def read_back(bootstrap: str, partitions: list[Partition], live_brokers: set[int], timeout_s: float = 30.0) -> ReadBack:
+def read_back(bootstrap: str, partitions: list[TopicPartitionKey], live_brokers: set[int], timeout_s: float = 30.0) -> ReadBack:
     """Read every partition whose leader is a live broker from offset 0 to its high watermark.
 
     Partitions whose metadata names a dead or no leader cannot be read by any client: they
@@ -174,9 +174,9 @@ def read_back(bootstrap: str, partitions: list[Partition], live_brokers: set[int
         "bootstrap.servers": bootstrap, "group.id": "geokafka-drill-readback", "enable.auto.commit": False,
         "enable.partition.eof": True, "log_level": 0, "logger": quiet_logger("readback"),
     })
-    values: dict[Partition, set[int]] = {}
-    unreadable: dict[Partition, str] = {}
-    ends: dict[Partition, int] = {}
+    values: dict[TopicPartitionKey, set[int]] = {}
+    unreadable: dict[TopicPartitionKey, str] = {}
+    ends: dict[TopicPartitionKey, int] = {}
     try:
         for topic, p in partitions:
             meta = topics.get(topic)

@@ -1,0 +1,327 @@
+"""The typed records of ``__geokafka_state``: each owns its key and its encoding.
+
+One compacted, single-partition topic on every target cluster holds geokafka's durable state
+(it lives on the target because the target is what survives a source-site disaster). Its
+records, by key:
+
+* :class:`Progress` ``progress/<flow>/<topic>/<partition>``: the next source offset to
+  replicate and the last replicated record's timestamp, committed *in the same Kafka
+  transaction* as the records it covers (by the JVM sink, ``jvm/.../Progress.java``, which
+  writes the same key and value).
+* :class:`Heartbeat` ``flow/<flow>``: the flow's state (running, retrying, stopped,
+  failed-over, error) with the mirror's counters, rewritten every ~5 s by a live mirror.
+* :class:`SourceEnds` ``ends/<flow>``: the source's end offsets as last observed (about every
+  second), the peak append rate and when a look failed: what bounds the RPO after a disaster.
+* :class:`Role` ``role/<flow>``: ``failed-over`` or ``active``, set by failover, promote and
+  failback only, kept apart from the heartbeat so a heartbeat can never overwrite it.
+* :class:`FailoverRecord` ``report/<flow>``: the last failover report.
+* :class:`HeldGroups` ``held-groups/<flow>``: groups whose target offsets the sync leaves alone.
+* :class:`GroupCheckpoint` ``checkpoint/<flow>/<group>``: what a group sync saw and wrote.
+* :class:`TopicId` ``topic-id/<flow>/<topic>``: the source topic's ID when the flow started it.
+
+Standard library only: cheap to import anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, TypeVar
+
+STATE_TOPIC = "__geokafka_state"
+
+TopicPartitionKey = tuple[str, int]
+"""(topic, partition)."""
+
+
+class StateRecord(Protocol):
+    """A record of the state topic: its key and its JSON value."""
+
+    KIND: ClassVar[str]
+
+    @property
+    def key(self) -> str: ...
+
+    def encode(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound="StateRecord")
+
+
+def flow_prefix(kind: str, flow: str) -> str:
+    """Key prefix of the per-item records (``kind/<flow>/...``) of one flow."""
+    return f"{kind}/{flow}/"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The next source offset of one partition a flow has replicated up to (exclusive)."""
+
+    KIND: ClassVar[str] = "progress"
+    flow: str
+    topic: str
+    partition: int
+    next: int
+    last_timestamp: int = -1
+    """Timestamp (ms) of the last source record replicated, -1 if unknown: what an RPO in seconds needs."""
+
+    @staticmethod
+    def key_of(flow: str, topic: str, partition: int) -> str:
+        """Key of one source partition's progress."""
+        return f"progress/{flow}/{topic}/{partition}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow, self.topic, self.partition)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value (the JVM sink writes the same)."""
+        return {"next": self.next, "last_timestamp": self.last_timestamp}
+
+    @classmethod
+    def decode(cls, flow: str, rest: str, value: Mapping[str, Any]) -> Progress:
+        """From the key's part after ``progress/<flow>/`` (``<topic>/<partition>``) and the value."""
+        topic, _, partition = rest.rpartition("/")
+        return cls(flow, topic, int(partition), int(value["next"]), int(value.get("last_timestamp", -1)))
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """A flow's state as its mirror (or failover) last recorded it."""
+
+    KIND: ClassVar[str] = "flow"
+    flow: str
+    state: str
+    at_ms: int
+    details: dict[str, Any] = field(default_factory=dict)
+    """The mirror's counters and identity (written, bytes, restarts, host, pid, reason, ...)."""
+
+    @staticmethod
+    def key_of(flow: str) -> str:
+        """Key of a flow's heartbeat."""
+        return f"flow/{flow}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {**self.details, "state": self.state, "at_ms": self.at_ms}
+
+    @classmethod
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Heartbeat:
+        """From a value."""
+        details = {k: v for k, v in value.items() if k not in ("state", "at_ms")}
+        return cls(flow, str(value.get("state")), int(value.get("at_ms", 0)), details)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The value as a plain mapping (what status shows)."""
+        return self.encode()
+
+
+@dataclass(frozen=True)
+class SourceEnds:
+    """The mirror's last look at a flow's source end offsets."""
+
+    KIND: ClassVar[str] = "ends"
+    flow: str
+    at_ms: int
+    ends: dict[str, int]
+    """``<topic>/<partition>`` -> end offset (high watermark) at ``at_ms``."""
+    peak_rate: float | None = None
+    """Records per second the source took at most between two looks, over the last minute."""
+    failed_at_ms: int | None = None
+    """When a later look failed (the source did not answer), if one did."""
+
+    @staticmethod
+    def key_of(flow: str) -> str:
+        """Key of a flow's last source observation."""
+        return f"ends/{flow}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        value: dict[str, Any] = {"at_ms": self.at_ms, "ends": self.ends}
+        if self.peak_rate is not None:
+            value["peak_rate"] = round(self.peak_rate, 3)
+        if self.failed_at_ms is not None:
+            value["failed_at_ms"] = self.failed_at_ms
+        return value
+
+    @classmethod
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> SourceEnds:
+        """From a value."""
+        rate = value.get("peak_rate")
+        failed = value.get("failed_at_ms")
+        return cls(flow, int(value["at_ms"]), {str(k): int(v) for k, v in value.get("ends", {}).items()},
+                   float(rate) if rate is not None else None, int(failed) if failed is not None else None)
+
+
+@dataclass(frozen=True)
+class Role:
+    """A flow's role as failover, promote and failback set it."""
+
+    KIND: ClassVar[str] = "role"
+    FAILED_OVER: ClassVar[str] = "failed-over"
+    ACTIVE: ClassVar[str] = "active"
+    flow: str
+    role: str
+    at_ms: int
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def key_of(flow: str) -> str:
+        """Key of a flow's role."""
+        return f"role/{flow}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {**self.details, "role": self.role, "at_ms": self.at_ms}
+
+    @classmethod
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Role:
+        """From a value."""
+        details = {k: v for k, v in value.items() if k not in ("role", "at_ms")}
+        return cls(flow, str(value.get("role", cls.ACTIVE)), int(value.get("at_ms", 0)), details)
+
+
+@dataclass(frozen=True)
+class FailoverRecord:
+    """The report of a flow's last failover or promote."""
+
+    KIND: ClassVar[str] = "report"
+    flow: str
+    report: dict[str, Any]
+
+    @staticmethod
+    def key_of(flow: str) -> str:
+        """Key of a flow's last failover report."""
+        return f"report/{flow}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return dict(self.report)
+
+    @classmethod
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> FailoverRecord:
+        """From a value."""
+        return cls(flow, dict(value))
+
+
+@dataclass(frozen=True)
+class HeldGroups:
+    """Groups in use on the target whose offsets there the sync leaves alone."""
+
+    KIND: ClassVar[str] = "held-groups"
+    flow: str
+    at_ms: int
+    held: list[dict[str, Any]]
+    """``{"group", "topic", "partition", "reason"}`` per held target partition."""
+
+    @staticmethod
+    def key_of(flow: str) -> str:
+        """Key of a flow's held groups."""
+        return f"held-groups/{flow}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {"at_ms": self.at_ms, "held": self.held}
+
+    @classmethod
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> HeldGroups:
+        """From a value."""
+        return cls(flow, int(value.get("at_ms", 0)), list(value.get("held", [])))
+
+
+@dataclass(frozen=True)
+class GroupCheckpoint:
+    """One group as last seen by a sync: its committed source offsets and what the sync wrote."""
+
+    KIND: ClassVar[str] = "checkpoint"
+    flow: str
+    group: str
+    offsets: dict[TopicPartitionKey, int]
+    """(source topic, partition) -> the group's committed offset on the source."""
+    at_ms: int
+    synced: dict[TopicPartitionKey, int] = field(default_factory=dict)
+    """(target topic, partition) -> the offset the sync last committed for the group on the target."""
+
+    @staticmethod
+    def key_of(flow: str, group: str) -> str:
+        """Key of one group's checkpoint (group names may hold ``/``)."""
+        return f"checkpoint/{flow}/{group}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow, self.group)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {"offsets": _encode_offsets(self.offsets), "synced": _encode_offsets(self.synced), "at_ms": self.at_ms}
+
+    @classmethod
+    def decode(cls, flow: str, rest: str, value: Mapping[str, Any]) -> GroupCheckpoint:
+        """From the key's part after ``checkpoint/<flow>/`` (the group) and the value."""
+        return cls(flow, rest, _decode_offsets(value.get("offsets", [])), int(value.get("at_ms", 0)),
+                   _decode_offsets(value.get("synced", [])))
+
+
+@dataclass(frozen=True)
+class TopicId:
+    """The ID of a source topic when the flow started replicating it (KIP-516)."""
+
+    KIND: ClassVar[str] = "topic-id"
+    flow: str
+    topic: str
+    topic_id: str
+    at_ms: int
+
+    @staticmethod
+    def key_of(flow: str, topic: str) -> str:
+        """Key of the ID of one source topic of a flow."""
+        return f"topic-id/{flow}/{topic}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow, self.topic)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {"topic_id": self.topic_id, "at_ms": self.at_ms}
+
+    @classmethod
+    def decode(cls, flow: str, rest: str, value: Mapping[str, Any]) -> TopicId:
+        """From the key's part after ``topic-id/<flow>/`` (the topic) and the value."""
+        return cls(flow, rest, str(value["topic_id"]), int(value.get("at_ms", 0)))
+
+
+def _encode_offsets(offsets: Mapping[TopicPartitionKey, int]) -> list[list[Any]]:
+    return [[topic, partition, offset] for (topic, partition), offset in sorted(offsets.items())]
+
+
+def _decode_offsets(rows: list[list[Any]]) -> dict[TopicPartitionKey, int]:
+    return {(str(t), int(p)): int(o) for t, p, o in rows}

@@ -1,0 +1,141 @@
+"""FlowRunner's transitions with a fake clock, fake clients and an in-memory state store (no Kafka, no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from geokafka import errors
+from geokafka.control.state_records import Role
+from geokafka.control.state_store import InMemoryStateStore
+from geokafka.pipeline.runner import FlowClients, FlowRunner
+from geokafka.pipeline.schedule import Backoff, Every, FlowState
+from geokafka.topology import parse_topology
+
+TOPOLOGY = parse_topology("""\
+clusters:
+  east: {bootstrap: 127.0.0.1:1}
+  west: {bootstrap: 127.0.0.1:2}
+flows:
+  f: {source: east, target: west, topics: [orders]}
+""")
+
+
+class FakeAdmin:
+    """Answers the one call the runner's watch loop makes on its own (reachability)."""
+
+    def __init__(self) -> None:
+        self.reachable = True
+
+    def check_reachable(self) -> None:
+        if not self.reachable:
+            raise errors.ClusterUnreachableError("west is down")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def runner_with(starts: list[BaseException | None]) -> tuple[FlowRunner, Clock, InMemoryStateStore, list[float]]:
+    """A runner whose start() fails with each exception of ``starts`` in turn (None: it starts)."""
+    clock, store = Clock(), InMemoryStateStore("west")
+    admin = FakeAdmin()
+    runner = FlowRunner(None, TOPOLOGY, "f", clock=clock, clients=FlowClients(admin, admin, admin, admin),  # type: ignore[arg-type]
+                        store=store)
+    attempts: list[float] = []
+
+    def start() -> None:
+        attempts.append(clock.now)
+        outcome = starts.pop(0) if starts else None
+        if outcome is not None:
+            raise outcome
+        runner.status, runner.error = FlowState.RUNNING, None  # what launch() does
+        runner._ever_started = True
+
+    runner.start = start  # type: ignore[method-assign]
+    runner.status = FlowState.RETRYING  # how `mirror` hands over the first start
+    return runner, clock, store, attempts
+
+
+def tick_for(runner: FlowRunner, clock: Clock, seconds: float, step: float = 0.5) -> None:
+    end = clock.now + seconds
+    while clock.now < end and runner.status in (FlowState.RETRYING,):
+        runner.tick()
+        clock.now += step
+
+
+def test_retriable_failures_back_off_exponentially_up_to_30_s_then_start() -> None:
+    down = [errors.ClusterUnreachableError("east is down") for _ in range(7)]
+    runner, clock, _, attempts = runner_with([*down, None])
+    tick_for(runner, clock, 200)
+    assert runner.status == FlowState.RUNNING and runner.error is None
+    gaps = [round(b - a) for a, b in zip(attempts, attempts[1:], strict=False)]
+    assert gaps == [1, 2, 4, 8, 16, 30, 30]
+
+
+def test_a_fatal_failure_stops_the_flow_and_records_why_on_the_target() -> None:
+    runner, clock, store, attempts = runner_with([errors.DataLossError("orders/0: offsets 0-99 are gone")])
+    tick_for(runner, clock, 10)
+    assert runner.status == FlowState.ERROR and len(attempts) == 1
+    heartbeat = store.read().heartbeat("f")
+    assert heartbeat is not None and heartbeat.state == "error"
+    assert heartbeat.details["error"] == "DataLossError" and "offsets 0-99" in heartbeat.details["reason"]
+    runner.tick()
+    assert len(attempts) == 1  # an error is final: nothing more is tried
+
+
+def test_a_kafka_error_code_marked_not_retriable_is_fatal_too() -> None:
+    runner, clock, _, _ = runner_with([errors.KafkaOperationError("INVALID_CONFIG", kafka_code=40, retriable=False)])
+    tick_for(runner, clock, 5)
+    assert runner.status == FlowState.ERROR and runner.error is not None and runner.error.kafka_code == 40
+
+
+def test_a_failover_made_elsewhere_while_retrying_stops_the_flow_without_writing_state() -> None:
+    runner, clock, store, attempts = runner_with([errors.ClusterUnreachableError("east is down")] * 50)
+    tick_for(runner, clock, 3)
+    runner._heartbeat(force=True)  # the mirror's first heartbeat (it records 'retrying')
+    store.set_role("f", Role.FAILED_OVER, kind="failover")
+    written = len(store.log)
+    tick_for(runner, clock, 12)
+    assert runner.status == FlowState.FAILED_OVER
+    assert len(store.log) == written  # the failover's own records stay as it wrote them
+
+
+def test_a_flow_that_never_started_stops_as_an_error_with_its_reason() -> None:
+    runner, clock, store, _ = runner_with([errors.ClusterUnreachableError("east is down")] * 50)
+    tick_for(runner, clock, 3)
+    runner.stop()
+    assert runner.status == FlowState.ERROR
+    heartbeat = store.read().heartbeat("f")
+    assert heartbeat is not None and heartbeat.state == "error" and "east is down" in heartbeat.details["reason"]
+
+
+def test_the_final_state_is_not_written_when_the_target_does_not_answer() -> None:
+    runner, clock, store, _ = runner_with([None])
+    tick_for(runner, clock, 1)
+    assert runner.clients is not None
+    runner.clients.target_probe.reachable = False  # type: ignore[attr-defined]
+    before = len(store.log)
+    runner.stop()
+    assert runner.status == FlowState.STOPPED and len(store.log) == before
+
+
+def test_every_and_backoff() -> None:
+    job = Every(5.0)
+    assert not job.ever_run and job.take(0.0) and job.ever_run
+    assert not job.take(4.9) and job.take(5.0) and job.take(5.1, force=True)
+    backoff = Backoff()
+    assert [backoff.schedule(0.0) for _ in range(7)] == [1, 2, 4, 8, 16, 30, 30]
+    backoff.reset()
+    assert backoff.schedule(100.0) == 1 and not backoff.due(100.5) and backoff.due(101.0)
+
+
+@pytest.mark.parametrize("state", list(FlowState))
+def test_states_are_their_recorded_strings(state: FlowState) -> None:
+    import json
+
+    assert json.loads(json.dumps({"state": state}))["state"] == state.value
+    assert state.final == (state.value in ("error", "failed-over"))

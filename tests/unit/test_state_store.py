@@ -1,0 +1,88 @@
+"""The state store's typed records: each owns its key and encoding, and reads back as written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from geokafka.control.state_records import (
+    STATE_TOPIC,
+    FailoverRecord,
+    GroupCheckpoint,
+    Heartbeat,
+    HeldGroups,
+    Progress,
+    Role,
+    SourceEnds,
+    TopicId,
+)
+from geokafka.control.state_store import InMemoryStateStore
+
+RECORDS = [
+    Progress("nyc-to-atl", "orders", 3, 1_234),
+    Heartbeat("nyc-to-atl", "running", 1_000, {"written": 5, "host": "h", "pid": 7}),
+    SourceEnds("nyc-to-atl", 2_000, {"orders/3": 1_300}, peak_rate=12.5, failed_at_ms=2_500),
+    Role("nyc-to-atl", "failed-over", 3_000, {"kind": "failover"}),
+    FailoverRecord("nyc-to-atl", {"flow": "nyc-to-atl", "kind": "failover", "rpo_records": 66}),
+    HeldGroups("nyc-to-atl", 4_000, [{"group": "g", "topic": "orders", "partition": 0, "reason": "in use"}]),
+    GroupCheckpoint("nyc-to-atl", "billing/v2", {("orders", 3): 1_200}, 5_000, {("nyc.orders", 3): 1_250}),
+    TopicId("nyc-to-atl", "orders", "AbCdEf", 6_000),
+]
+
+
+@pytest.mark.parametrize("record", RECORDS, ids=lambda r: type(r).__name__)
+def test_every_record_owns_a_key_under_its_kind_and_the_flow(record) -> None:
+    assert record.key.startswith(f"{record.KIND}/nyc-to-atl")
+    json.dumps(record.encode())  # a plain JSON value
+
+
+def test_a_snapshot_reads_every_record_back_as_written() -> None:
+    store = InMemoryStateStore()
+    store.write(*RECORDS)
+    snap = store.read()
+    assert snap.progress("nyc-to-atl") == {("orders", 3): 1_234}
+    assert snap.heartbeat("nyc-to-atl") == RECORDS[1]
+    assert snap.source_ends("nyc-to-atl") == RECORDS[2]
+    assert snap.role("nyc-to-atl") == "failed-over"
+    assert snap.failover_report("nyc-to-atl") == RECORDS[4].report
+    assert snap.held_groups("nyc-to-atl") == RECORDS[5]
+    assert snap.checkpoints("nyc-to-atl") == {"billing/v2": RECORDS[6]}
+    assert snap.topic_ids("nyc-to-atl") == {"orders": "AbCdEf"}
+
+
+def test_records_of_other_flows_and_the_defaults() -> None:
+    store = InMemoryStateStore()
+    store.write(Progress("nyc-to-atl-2", "orders", 0, 9), GroupCheckpoint("nyc-to-atl-2", "g", {}, 1))
+    snap = store.read()
+    assert snap.progress("nyc-to-atl") == {}  # a flow whose name extends another's is not mixed in
+    assert snap.checkpoints("nyc-to-atl") == {}
+    assert snap.role("nyc-to-atl") == "active"
+    assert snap.heartbeat("nyc-to-atl") is None and snap.source_ends("nyc-to-atl") is None
+
+
+def test_the_latest_value_of_a_key_wins_and_offsets_say_where_it_was_read() -> None:
+    store = InMemoryStateStore()
+    store.write(Progress("f", "t", 0, 10), Progress("f", "t", 1, 5), Progress("f", "t", 0, 20))
+    snap = store.read()
+    assert snap.progress("f") == {("t", 0): 20, ("t", 1): 5}
+    assert snap.progress_offset("f", "t", 0) == 2 and snap.end_offset == 3
+    assert store.read(from_offset=2).progress("f") == {("t", 0): 20}
+
+
+def test_set_role_records_the_role_and_shows_it_as_the_flow_state() -> None:
+    store = InMemoryStateStore()
+    store.set_flow_state("f", "running", written=3)
+    store.set_role("f", Role.FAILED_OVER, kind="promote")
+    snap = store.read()
+    assert snap.role("f") == "failed-over"
+    heartbeat = snap.heartbeat("f")
+    assert heartbeat is not None and heartbeat.state == "failed-over" and heartbeat.details == {"kind": "promote"}
+    store.set_role("f", Role.ACTIVE)
+    assert store.read().role("f") == "active"
+
+
+def test_progress_keys_match_the_jvm_sink() -> None:
+    # jvm/src/main/java/io/geokafka/spark/Progress.java writes "progress/" + flow + "/" + topic + "/" + partition
+    assert Progress("f", "orders.eu", 11, 0).key == "progress/f/orders.eu/11"
+    assert STATE_TOPIC == "__geokafka_state"
