@@ -56,7 +56,10 @@ def _admin(bootstrap: str):  # type: ignore[no-untyped-def]
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     """Create ``topic`` (RF 1); an existing topic is left as it is."""
+    from confluent_kafka import KafkaError
     from confluent_kafka.admin import NewTopic
+
+    from geokafka.control.admin import kafka_error_code
 
     admin = _admin(bootstrap)  # kept referenced until the futures resolve
     futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
@@ -64,7 +67,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         try:
             fut.result(timeout=30)
         except Exception as exc:
-            if "TOPIC_ALREADY_EXISTS" not in str(exc) and "already exists" not in str(exc):
+            if kafka_error_code(exc) != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
 
 

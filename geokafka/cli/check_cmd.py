@@ -37,7 +37,7 @@ def check(ctx: CliContext, flow: str, timeout_s: float) -> None:
     Read, Write on __geokafka_state; Read/Describe on synced groups. Writes happen only in
     aborted transactions and on a probe topic that is deleted again. Exit 9 when one is missing.
     """
-    from geokafka.control.permissions import check_flow
+    from geokafka.control.permission_check import check_flow
 
     report = check_flow(ctx.topology, flow, timeout_s=timeout_s)
     ctx.emit(report.to_dict(), render(report))

@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
 from geokafka.control.connection import ClusterConnection
-from geokafka.errors import AuthError, ClusterUnreachableError, KafkaOperationError, MissingTopicError
+from geokafka.errors import AuthError, ClusterUnreachableError, GeokafkaError, KafkaOperationError, MissingTopicError
 
 _SILENT = logging.getLogger("geokafka.librdkafka")
 _SILENT.addHandler(logging.NullHandler())
@@ -58,6 +58,19 @@ class TopicInfo:
     topic_id: str | None = None
 
 
+def kafka_error_code(exc: BaseException) -> int | None:
+    """The Kafka error code a confluent-kafka exception (or a geokafka error) carries, if any."""
+    if isinstance(exc, GeokafkaError):
+        return exc.kafka_code
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    return err.code() if isinstance(err, KafkaError) else None
+
+
+def is_authorization_failure(exc: BaseException) -> bool:
+    """A refused login, TLS handshake or ACL, by type or Kafka error code."""
+    return isinstance(exc, AuthError) or kafka_error_code(exc) in _AUTH
+
+
 def raise_mapped(conn: ClusterConnection, what: str, exc: BaseException) -> None:
     """Re-raise a Kafka exception (or a future's time-out) as the geokafka error that fits it.
 
@@ -74,12 +87,13 @@ def raise_mapped(conn: ClusterConnection, what: str, exc: BaseException) -> None
         raise ClusterUnreachableError(f"cluster {conn.name} ({conn.bootstrap}) did not answer: {what}") from None
     text = err.str() if isinstance(err, KafkaError) else str(exc)
     if code in _UNREACHABLE:
-        raise ClusterUnreachableError(f"cluster {conn.name} ({conn.bootstrap}) is not reachable: {what}: {text}") from None
+        raise ClusterUnreachableError(f"cluster {conn.name} ({conn.bootstrap}) is not reachable: {what}: {text}",
+                                      kafka_code=code) from None
     if code in _AUTH:
-        raise AuthError(f"cluster {conn.name}: {what}: {text}") from None
+        raise AuthError(f"cluster {conn.name}: {what}: {text}", kafka_code=code) from None
     if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
-        raise MissingTopicError(f"cluster {conn.name}: {what}: topic does not exist") from None
-    raise KafkaOperationError(f"cluster {conn.name}: {what}: {text}") from None
+        raise MissingTopicError(f"cluster {conn.name}: {what}: topic does not exist", kafka_code=code) from None
+    raise KafkaOperationError(f"cluster {conn.name}: {what}: {text}", kafka_code=code) from None
 
 
 def refusal_of(conn: ClusterConnection) -> str | None:
@@ -117,6 +131,17 @@ def refusal_reason(text: str) -> str:
     return re.sub(r" \(after \d+ms in state \w+\)$", "", text)
 
 
+def _security_settings_refused(conn: ClusterConnection) -> bool:
+    """Whether librdkafka takes the client settings once the TLS/SASL ones are left out (then those were refused)."""
+    security = ("security.protocol", "ssl.", "sasl.")
+    rest = {k: v for k, v in conn.librdkafka(logger=_SILENT).items() if not k.startswith(security)}
+    try:
+        AdminClient(rest)
+    except KafkaException:
+        return False
+    return True
+
+
 class ClusterAdmin:
     """Admin calls against one cluster."""
 
@@ -132,8 +157,8 @@ class ClusterAdmin:
             self._admin = AdminClient(conn.librdkafka(logger=_SILENT, error_cb=_refusal_recorder(conn)))
         except KafkaException as exc:  # settings librdkafka refuses up front, e.g. a PEM it cannot parse
             text = exc.args[0].str() if exc.args and isinstance(exc.args[0], KafkaError) else str(exc)
-            cls = AuthError if "ssl" in text.lower() or "sasl" in text.lower() else KafkaOperationError
-            raise cls(f"cluster {conn.name}: client settings rejected: {text}") from None
+            cls = AuthError if _security_settings_refused(conn) else KafkaOperationError
+            raise cls(f"cluster {conn.name}: client settings rejected: {text}", kafka_code=kafka_error_code(exc)) from None
         self._reader: Consumer | None = None
         with _admins_lock:
             _admins.add(self)

@@ -107,3 +107,14 @@ def test_cluster_resource_acl() -> None:
     p = Permission("x", "target", "west", "User:u", "Cluster", "kafka-cluster", "IdempotentWrite")
     assert acl_command(p) == ("kafka-acls --bootstrap-server <bootstrap> --add --allow-principal User:u "
                               "--operation IdempotentWrite --cluster")
+
+
+@pytest.mark.parametrize("flow", ["orders", "plain"])
+@pytest.mark.parametrize("selected", [True, False], ids=["names-known", "fallback-wildcards"])
+def test_every_required_permission_has_a_probe_in_check(topology, flow: str, selected: bool) -> None:  # type: ignore[no-untyped-def]
+    from geokafka.control.permission_check import probe_for
+
+    perms = required_permissions(topology, flow, ["orders-eu"] if selected else None,
+                                 ["orders-eu"] if selected and flow == "plain" else None,
+                                 ["billing"] if selected else None)
+    assert perms and [p.key for p in perms if probe_for(p.key) is None] == []

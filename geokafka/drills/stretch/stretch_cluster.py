@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -26,6 +27,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from geokafka.control.admin import kafka_error_code
 from geokafka.drills.stretch.traffic import quiet_logger
 from geokafka.errors import ClusterUnreachableError, KafkaOperationError, NodeExitedError
 from geokafka.infra.local_cluster import (
@@ -225,7 +227,7 @@ def metadata_writable(bootstrap: str, probe_topic: str, broker: int, timeout_s: 
             futures[probe_topic].result(timeout=min(6.0, left + 2))
             return True
         except Exception as exc:  # noqa: BLE001 - retried until the deadline
-            if "TOPIC_ALREADY_EXISTS" in str(exc) or "already exists" in str(exc):
+            if kafka_error_code(exc) == KafkaError.TOPIC_ALREADY_EXISTS:
                 return True  # an earlier attempt was committed after its request timed out
             time.sleep(0.5)
     return False
