@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from geokafka.artifacts import jars
 from geokafka.bench.replicator import run_replicator
 from geokafka.bench.setup import DST, SRC
-from geokafka.artifacts import jars
 
 LOG4J = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
 ALIAS = "mm2src"

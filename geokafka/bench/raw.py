@@ -8,10 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from geokafka.artifacts import jars
 from geokafka.bench.mm2 import LOG4J
 from geokafka.bench.procstat import TreeSampler
 from geokafka.bench.setup import DST, SRC, create_topic
-from geokafka.artifacts import jars
 
 PRODUCER_PROPS = ["acks=all", "linger.ms=5", "batch.size=1000000", "compression.type=lz4", f"bootstrap.servers={DST}"]
 

@@ -1,1 +1,1 @@
-"""infra"""
+"""Local KRaft clusters for the demo, drills, bench and tests: processes, certificates, SASL, network namespaces."""

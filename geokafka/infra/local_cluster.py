@@ -19,8 +19,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError
 from geokafka.artifacts import jars
+from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError
 from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
 from geokafka.infra.processes import running_pid, signal_process, start_process, stop_process, stop_processes
 

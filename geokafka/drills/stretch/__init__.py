@@ -1,7 +1,4 @@
-"""Disaster-recovery drills on real local clusters.
-
-``stretch``: lose a DC of a stretched cluster and check the planner's verdict against reality.
-"""
+"""Stretched-cluster drills on real local clusters: lose a DC and check the planner's verdict against reality."""
 
 from geokafka.drills.stretch.compare import Comparison, DrillObservation, PartitionObservation, compare
 from geokafka.drills.stretch.stretch import (
