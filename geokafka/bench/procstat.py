@@ -71,7 +71,7 @@ class TreeSampler:
 
     def sample(self) -> None:
         pids = tree(self.root)
-        cpu = rss = 0
+        cpu, rss = 0.0, 0
         for pid in pids:
             c, r = _cpu_and_rss(pid)
             cpu += c

@@ -60,7 +60,9 @@ def run_replicator(
         # visible; it excludes process start, and is used when it holds most of the data and
         # lasts long enough to mean something
         if written.at is not None and marks.get("cpu_written") is not None:
-            opened, cpu_open, in_window = written.at, marks["cpu_written"], records - int(marks["count_written"])
+            opened: float = written.at
+            cpu_open: float | None = marks["cpu_written"]
+            in_window = records - int(marks["count_written"])
             basis = "first record written -> last visible (start excluded)"
         else:
             opened, cpu_open, in_window = first_at, marks.get("cpu_first"), records - counter.first_count

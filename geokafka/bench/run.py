@@ -80,7 +80,7 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
             say(f"loading {n:,} records of {size} B (key, 2 headers) over {parts} partitions into {topic}")
             load_s = load(SRC, topic, n, size, parts)
             lat = "bench.lat" if with_latency else None
-            lat_kw = {"lat_rate": sizes.latency_rate, "lat_s": sizes.latency_s, "timeout_s": 300 + n / 500}
+            lat_kw: dict[str, Any] = {"lat_rate": sizes.latency_rate, "lat_s": sizes.latency_s, "timeout_s": 300 + n / 500}
             run: dict[str, Any] = {"records": n, "record_bytes": size, "partitions": parts, "load_s": round(load_s, 2)}
             say(f"[{label}] raw: ConsumerPerformance + ProducerPerformance")
             run["raw"] = _safe("raw", say, lambda: run_raw(work, topic, n, size, parts))

@@ -82,7 +82,7 @@ def load(bootstrap: str, topic: str, records: int, size: int, partitions: int) -
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 1_000_000,
                          "compression.type": "lz4", "queue.buffering.max.messages": 500_000})
     pool = os.urandom(size + 4096)
-    headers = [("bench-h1", b"alpha"), ("bench-h2", b"0123456789")]
+    headers: list[tuple[str, str | bytes | None]] = [("bench-h1", b"alpha"), ("bench-h2", b"0123456789")]
     t0 = time.monotonic()
     for i in range(records):
         off = (i * 131) % 4096

@@ -65,7 +65,9 @@ def measure(mode: str, src_topic: str, dst_topic: str, rate: float, seconds: flo
     writer = (frame.writeStream.foreach(_Forward(DST, dst_topic)).outputMode("update")
               .option("checkpointLocation", tempfile.mkdtemp(prefix=f"gk-bench-{mode}-")))
     if mode == "real-time":
-        writer._jwrite = writer._jwrite.trigger(spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(EPOCH))
+        jvm = spark._jvm
+        assert jvm is not None  # a classic (py4j) session, as get_spark builds
+        writer._jwrite = writer._jwrite.trigger(jvm.org.apache.spark.sql.streaming.Trigger.RealTime(EPOCH))
     else:
         writer = writer.trigger(processingTime="0 seconds")
     query = writer.start()

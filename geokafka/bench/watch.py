@@ -6,6 +6,7 @@ import struct
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 LAT_FORMAT = ">d"  # produce wall-clock time (seconds) at the start of the value
 
@@ -26,7 +27,7 @@ class TargetCounter:
         self.done_at: float | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-counter")
-        self.on_first = None  # callable run in this thread when the first record shows up
+        self.on_first: Callable[[], None] | None = None  # run in this thread when the first record shows up
 
     def start(self) -> TargetCounter:
         self._thread.start()
@@ -77,7 +78,7 @@ class FirstWritten:
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.bootstrap, self.topic = bootstrap, topic
         self.at: float | None = None
-        self.on_first = None  # callable run in this thread when the first record is written
+        self.on_first: Callable[[], None] | None = None  # run in this thread when the first record is written
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-first-written")
 
@@ -154,14 +155,16 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
             next_at += interval
         producer.poll(0)
         for m in consumer.consume(1000, 0.002):
-            if m.error() is None and m.value() is not None and len(m.value()) >= 8:
-                lat.append((time.time() - struct.unpack(LAT_FORMAT, m.value()[:8])[0]) * 1000)
+            value = m.value() if m.error() is None else None
+            if value is not None and len(value) >= 8:
+                lat.append((time.time() - struct.unpack(LAT_FORMAT, value[:8])[0]) * 1000)
     producer.flush(30)
     deadline = time.monotonic() + drain_s
     while len(lat) < sent and time.monotonic() < deadline:
         for m in consumer.consume(1000, 0.05):
-            if m.error() is None and m.value() is not None and len(m.value()) >= 8:
-                lat.append((time.time() - struct.unpack(LAT_FORMAT, m.value()[:8])[0]) * 1000)
+            value = m.value() if m.error() is None else None
+            if value is not None and len(value) >= 8:
+                lat.append((time.time() - struct.unpack(LAT_FORMAT, value[:8])[0]) * 1000)
     consumer.close()
     return {"sent": sent, "received": len(lat), "rate": rate, **percentiles(lat)}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from rich.table import Table
 
@@ -28,7 +30,7 @@ def up(ctx: CliContext, clusters: tuple[str, ...], timeout: float) -> None:
                      f"({span[0]}-{span[1]}): a client reconnecting to a stopped broker can take its port, so a "
                      f"restart may wait up to a minute; ports below {span[0]} avoid it")
     racks_by_cluster = start_clusters(specs, timeout_s=timeout)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for spec in specs:
         racks = [racks_by_cluster[spec.name].get(b.node_id) or "-" for b in spec.brokers]
         rows.append({"cluster": spec.name, "brokers": len(spec.brokers), "racks": racks, "bootstrap": spec.bootstrap})

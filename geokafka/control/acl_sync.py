@@ -75,7 +75,8 @@ def describe_topic_acls(admin: ClusterAdmin) -> list[TopicAcl] | None:
         ResourceType,
     )
 
-    flt = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None,
+    # None matches any name, principal and host (confluent-kafka's docs); its stubs say str
+    flt = AclBindingFilter(ResourceType.TOPIC, None, ResourcePatternType.ANY, None, None,  # type: ignore[arg-type]
                            AclOperation.ANY, AclPermissionType.ANY)
     try:
         bindings = admin.raw.describe_acls(flt, request_timeout=admin.timeout_s).result(timeout=admin.timeout_s)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from geokafka.errors import AuthError, TopologyError
 from geokafka.secrets import jaas_quote, read_secret, remember_secret
@@ -27,7 +28,7 @@ class ClusterConnection:
     bootstrap: str
     security: dict[str, str] = field(repr=False)  # may hold secrets: never in a repr or a log line
 
-    def librdkafka(self, **extra: object) -> dict[str, object]:
+    def librdkafka(self, **extra: Any) -> dict[str, Any]:
         """Settings for confluent-kafka clients (``extra`` wins); plain values, safe to pickle.
 
         librdkafka's own log lines go to the ``geokafka.kafka`` logger in this process

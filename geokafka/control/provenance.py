@@ -13,6 +13,7 @@ translation and cycle prevention:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 ORIGIN_HEADER = "gk.origin"
@@ -41,16 +42,26 @@ class SourcePosition:
         return cls(cluster, topic, int(partition), int(offset))
 
 
-def header_value(headers: list[tuple[str, bytes | None]] | None, name: str) -> bytes | None:
+Headers = Sequence[tuple[str, str | bytes | None]]
+"""A record's headers as the Kafka client gives them (values are bytes on records read)."""
+
+
+def _pairs(headers: Headers | Mapping[str, str | bytes | None] | None) -> Iterable[tuple[str, str | bytes | None]]:
+    if headers is None:
+        return ()
+    return headers.items() if isinstance(headers, Mapping) else headers
+
+
+def header_value(headers: Headers | Mapping[str, str | bytes | None] | None, name: str) -> bytes | None:
     """The last value of header ``name`` (None if absent)."""
     value = None
-    for key, raw in headers or ():
+    for key, raw in _pairs(headers):
         if key == name:
-            value = raw
+            value = raw.encode() if isinstance(raw, str) else raw
     return value
 
 
-def source_position(headers: list[tuple[str, bytes | None]] | None) -> SourcePosition | None:
+def source_position(headers: Headers | Mapping[str, str | bytes | None] | None) -> SourcePosition | None:
     """The ``gk.src`` of a record, if it has a valid one."""
     raw = header_value(headers, SOURCE_HEADER)
     if raw is None:

@@ -175,8 +175,10 @@ def _measure(result: DrillResult, stream: OrderStream, reader: GroupReader, resu
         msg = consumer.poll(2.0)
         if msg is None:
             break
+        partition = msg.partition()
         if msg.error():
-            eof.add(msg.partition())
+            if partition is not None:
+                eof.add(partition)
             continue
         src = source_position(msg.headers())
         if src is not None:

@@ -117,7 +117,9 @@ class GroupReader:
                     if src is not None and src.cluster == self.origin_cluster:
                         self.positions.append((src.partition, src.offset))
                     elif src is None:
-                        self.positions.append((m.partition(), m.offset()))
+                        partition, offset = m.partition(), m.offset()
+                        if partition is not None and offset is not None:
+                            self.positions.append((partition, offset))
                 if good:
                     if self.first_read_ms is None:
                         self.first_read_ms = int(time.time() * 1000)

@@ -107,8 +107,8 @@ def flow_pairs(topology: Topology, flow_name: str, state: StateSnapshot) -> list
         partitions[topic] = max(partitions.get(topic, 0), partition + 1)
     observation = state.source_ends(flow_name)
     for key in observation.ends if observation else {}:
-        topic, _, partition = key.rpartition("/")
-        partitions[topic] = max(partitions.get(topic, 0), int(partition) + 1)
+        topic, _, number = key.rpartition("/")
+        partitions[topic] = max(partitions.get(topic, 0), int(number) + 1)
     return [TopicPair(t, policy.remote_topic(flow.source, t), n) for t, n in sorted(partitions.items())]
 
 

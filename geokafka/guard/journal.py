@@ -127,8 +127,9 @@ class Journal:
                     if err.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
                         return entries
                     raise KafkaException(err)
-                if msg.value():
-                    entries.append(Entry.decode(msg.value()))
+                value = msg.value()
+                if value:
+                    entries.append(Entry.decode(value))
             raise KafkaOperationError(f"cluster {self.conn.name}: {JOURNAL_TOPIC} could not be read to its end")
         finally:
             consumer.close()

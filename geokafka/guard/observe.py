@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
@@ -62,7 +63,7 @@ class ClusterReader:
                                 "broker.rack set to each broker's DC")
         return {n.id: Broker(n.id, n.rack, n.host, n.port) for n in nodes}
 
-    def _describe_cluster(self) -> list:  # type: ignore[type-arg]
+    def _describe_cluster(self) -> list[Any]:
         return self._admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s).nodes
 
     def observe(self, known: dict[int, Broker], refresh_configs: bool = False) -> ClusterView:

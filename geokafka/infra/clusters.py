@@ -22,7 +22,7 @@ def local_cluster_spec(name: str, cluster: Cluster, state_dir: Path) -> LocalClu
     if local is None:
         raise ValueError(f"cluster {name} has no local: block")
     bports, cports = broker_ports(cluster), controller_ports(cluster)
-    racks = local.racks or [None] * local.brokers
+    racks: list[str | None] = list(local.racks) if local.racks else [None] * local.brokers
     nodes: list[NodeSpec] = []
     for i, port in enumerate(bports):
         combined = local.mode == "combined" and i < len(cports)

@@ -18,6 +18,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from geokafka.artifacts import jars
 from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError
@@ -300,8 +301,9 @@ def wait_until_ready(spec: LocalClusterSpec, timeout_s: float, auth: BrokerAuth 
             if listening is not None and any(n.broker_port not in listening for n in spec.brokers):
                 time.sleep(0.2)
                 continue
-            admin = AdminClient({"bootstrap.servers": spec.bootstrap, "log_level": 0, "logger": _quiet(),
-                                 "error_cb": on_error, **auth.client_settings()})
+            settings: dict[str, Any] = {"bootstrap.servers": spec.bootstrap, "log_level": 0, "logger": _quiet(),
+                                        "error_cb": on_error, **auth.client_settings()}
+            admin = AdminClient(settings)
         try:
             described = admin.describe_cluster(request_timeout=3).result(timeout=4)
             seen = {node.id for node in described.nodes}

@@ -147,7 +147,8 @@ class Dashboard:
     def url(self) -> str:
         """Where the page is served."""
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/"
+        shown = host.decode() if isinstance(host, bytes) else host
+        return f"http://{shown}:{port}/"
 
     def start(self) -> Dashboard:
         """Start sampling and serving in background threads."""

@@ -201,7 +201,7 @@ class Flow(_Model):
     )
     groups: list[str] = Field(default_factory=list, description="regexes of consumer groups whose offsets follow")
     exclude_groups: list[str] = Field(default_factory=list)
-    sync: list[SyncKind] = Field(default_factory=lambda: ["configs", "partitions", "acls"])
+    sync: list[SyncKind] = Field(default_factory=lambda: list[SyncKind](["configs", "partitions", "acls"]))
     sync_interval_s: float = Field(10.0, gt=0, le=3600, description="period of config/partition/offset sync")
     start: Literal["earliest", "latest"] = Field("earliest", description="where a never-replicated partition starts")
     skip_gaps: bool = Field(False, description="log and count truncated ranges instead of stopping")

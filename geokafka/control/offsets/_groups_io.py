@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]  # exported, not in its stubs
+from confluent_kafka.admin import OffsetSpec
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.state_records import TopicPartitionKey
@@ -190,7 +190,7 @@ def end_offsets(
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
-    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    latest = OffsetSpec.latest()
     level = IsolationLevel.READ_COMMITTED if committed_only else IsolationLevel.READ_UNCOMMITTED
     futures = admin.raw.list_offsets(
         {TopicPartition(t, p): latest for t, p in wanted}, isolation_level=level, request_timeout=admin.timeout_s

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from geokafka.control.connection import cluster_connection
 from geokafka.drills.stretch import stretch_cluster as sc
-from geokafka.drills.stretch.traffic import quiet_logger
+from geokafka.drills.stretch.traffic import quiet_client
 from geokafka.errors import ClusterUnreachableError
 from geokafka.guard.decide import GuardSettings
 from geokafka.guard.loop import GuardRun, run_guard
@@ -80,8 +80,7 @@ def dc_returns(cluster: sc.DrillCluster, plan: StretchPlan, dc: str, guard: Guar
     sc.start_nodes(cluster, list(cluster.nodes_in(dc)), opts.start_timeout_s)
     up = time.monotonic()
     expected = {t.name: t.config.min_insync_replicas for t in plan.topics}
-    admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap, "log_level": 0,
-                         "logger": quiet_logger("return")})
+    admin = AdminClient(quiet_client(cluster.spec.bootstrap, "return"))
     deadline = up + opts.return_timeout_s
     settings_at = leaders_at = None
     while time.monotonic() < deadline and (settings_at is None or leaders_at is None):

@@ -28,7 +28,7 @@ from confluent_kafka.admin import (
 )
 
 from geokafka.control.admin import kafka_error_code
-from geokafka.drills.stretch.traffic import quiet_logger
+from geokafka.drills.stretch.traffic import quiet_client
 from geokafka.errors import ClusterUnreachableError, KafkaOperationError, NodeExitedError
 from geokafka.infra.local_cluster import (
     LocalClusterSpec,
@@ -179,7 +179,7 @@ def kill_dc(cluster: DrillCluster, dc: str) -> list[int]:
 
 def create_topics(cluster: DrillCluster, topics: tuple[TopicPlacement, ...], timeout_s: float = 60.0) -> None:
     """Create every topic with the plan's assignment and wait until every ISR is complete."""
-    admin = AdminClient({"bootstrap.servers": cluster.spec.bootstrap, "log_level": 0, "logger": quiet_logger("admin")})
+    admin = AdminClient(quiet_client(cluster.spec.bootstrap, "admin"))
     new = [
         NewTopic(t.name, len(t.partitions), replica_assignment=[list(p.replicas) for p in t.partitions], config={
             "min.insync.replicas": str(t.config.min_insync_replicas),
@@ -217,7 +217,7 @@ def metadata_writable(bootstrap: str, probe_topic: str, broker: int, timeout_s: 
     Without a KRaft quorum the controller cannot commit anything, so every attempt times out.
     Attempts repeat until the deadline, since a new active controller may still be being elected.
     """
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": quiet_logger("probe")})
+    admin = AdminClient(quiet_client(bootstrap, "probe"))
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         left = max(1.0, deadline - time.monotonic())
@@ -298,7 +298,7 @@ def _start_until_ready(spec: LocalClusterSpec, nodes: list[NodeSpec], timeout_s:
 
 def registered_brokers(spec: LocalClusterSpec) -> set[int]:
     """Broker ids in the cluster's metadata now (empty when it does not answer)."""
-    admin = AdminClient({"bootstrap.servers": spec.bootstrap, "log_level": 0, "logger": quiet_logger("registered")})
+    admin = AdminClient(quiet_client(spec.bootstrap, "registered"))
     try:
         return set(admin.list_topics(timeout=10).brokers)
     except Exception:  # noqa: BLE001 - an unanswered question is "none"
@@ -326,7 +326,7 @@ def _start_when_ports_free(spec: LocalClusterSpec, node: NodeSpec, timeout_s: fl
 
 def wait_for_leaders(bootstrap: str, partitions: set[tuple[str, int]], live: set[int], timeout_s: float) -> bool:
     """True once every partition in ``partitions`` has a leader among ``live`` brokers."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": quiet_logger("leaders")})
+    admin = AdminClient(quiet_client(bootstrap, "leaders"))
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -342,7 +342,7 @@ def wait_for_leaders(bootstrap: str, partitions: set[tuple[str, int]], live: set
 
 def lower_min_isr(bootstrap: str, values: dict[str, int], timeout_s: float = 30.0) -> None:
     """Set min.insync.replicas of each topic, retrying until the controller accepts it."""
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": quiet_logger("configs")})
+    admin = AdminClient(quiet_client(bootstrap, "configs"))
     resources = [
         ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
             ConfigEntry("min.insync.replicas", str(n), incremental_operation=AlterConfigOpType.SET)])

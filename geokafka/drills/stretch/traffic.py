@@ -13,6 +13,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -26,6 +27,11 @@ def quiet_logger(name: str) -> logging.Logger:
     logger.addHandler(logging.NullHandler())
     logger.propagate = False
     return logger
+
+
+def quiet_client(bootstrap: str, name: str, **settings: Any) -> dict[str, Any]:
+    """Settings of a drill's client whose librdkafka lines go nowhere (the drill says what happened itself)."""
+    return {"bootstrap.servers": bootstrap, "log_level": 0, "logger": quiet_logger(name), **settings}
 
 
 @dataclass
@@ -69,17 +75,14 @@ class PacedProducer:
     """Produces records round-robin over the given partitions at a steady rate."""
 
     def __init__(self, bootstrap: str, acks: str, partitions: list[TopicPartitionKey], rate: float, log: AckLog) -> None:
-        self._producer = Producer({
-            "bootstrap.servers": bootstrap,
+        self._producer = Producer(quiet_client(bootstrap, "producer", **{
             "client.id": "geokafka-drill-producer",
             "acks": acks,
             "enable.idempotence": acks == "all",
             "linger.ms": 5,
             "message.timeout.ms": 600_000,
             "topic.metadata.refresh.interval.ms": 2_000,
-            "log_level": 0,
-            "logger": quiet_logger("producer"),
-        })
+        }))
         self._partitions = partitions
         self._interval = 1.0 / rate
         self._log = log
@@ -123,11 +126,11 @@ class LiveConsumer(threading.Thread):
 
     def __init__(self, bootstrap: str, rack: str, partitions: list[TopicPartitionKey], t0: float) -> None:
         super().__init__(name="geokafka-drill-consumer", daemon=True)
-        self._consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": f"geokafka-drill-{int(t0)}", "client.rack": rack,
-            "enable.auto.commit": False, "auto.offset.reset": "earliest", "log_level": 0,
-            "logger": quiet_logger("consumer"), "topic.metadata.refresh.interval.ms": 2_000,
-        })
+        self._consumer = Consumer(quiet_client(
+            bootstrap, "consumer", **{"group.id": f"geokafka-drill-{int(t0)}", "client.rack": rack,
+                                      "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                                      "topic.metadata.refresh.interval.ms": 2_000},
+        ))
         self._partitions = partitions
         self._t0 = t0
         self.consumed_at: list[float] = []
@@ -168,12 +171,10 @@ def read_back(bootstrap: str, partitions: list[TopicPartitionKey], live_brokers:
     Partitions whose metadata names a dead or no leader cannot be read by any client: they
     are returned in ``unreadable`` with the reason, never guessed.
     """
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, "logger": quiet_logger("admin")})
+    admin = AdminClient(quiet_client(bootstrap, "admin"))
     topics = admin.list_topics(timeout=10).topics
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": "geokafka-drill-readback", "enable.auto.commit": False,
-        "enable.partition.eof": True, "log_level": 0, "logger": quiet_logger("readback"),
-    })
+    consumer = Consumer(quiet_client(bootstrap, "readback", **{
+        "group.id": "geokafka-drill-readback", "enable.auto.commit": False, "enable.partition.eof": True}))
     values: dict[TopicPartitionKey, set[int]] = {}
     unreadable: dict[TopicPartitionKey, str] = {}
     ends: dict[TopicPartitionKey, int] = {}
@@ -196,13 +197,17 @@ def read_back(bootstrap: str, partitions: list[TopicPartitionKey], live_brokers:
         deadline = time.monotonic() + timeout_s
         while todo and time.monotonic() < deadline:
             for msg in consumer.consume(1000, timeout=0.5):
-                tp = (msg.topic(), msg.partition())
-                if msg.error() is None:
-                    if msg.offset() < ends[tp]:
-                        values[tp].add(int(msg.value()))
-                    if msg.offset() + 1 >= ends[tp]:
+                name, partition, offset, err = msg.topic(), msg.partition(), msg.offset(), msg.error()
+                if name is None or partition is None:
+                    continue
+                tp = (name, partition)
+                if err is None and offset is not None:
+                    value = msg.value()
+                    if offset < ends[tp] and value is not None:
+                        values[tp].add(int(value))
+                    if offset + 1 >= ends[tp]:
                         todo.discard(tp)
-                elif msg.error().code() == KafkaError._PARTITION_EOF:
+                elif err is not None and err.code() == KafkaError._PARTITION_EOF:
                     todo.discard(tp)
         for tp in todo:
             unreadable[tp] = "read did not reach the high watermark in time"
