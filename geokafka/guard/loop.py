@@ -27,7 +27,7 @@ class GuardRun:
 
     dry_run: bool
     actions: list[tuple[int, Action, str]] = field(default_factory=list)
-    """(wall ms, action, outcome: done | failed: ... | would)."""
+    """(wall ms, action, outcome: done | failed: ... | would); the time a done action took effect."""
     events: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -155,7 +155,7 @@ def _act(run: GuardRun, journal: Journal, actor: ClusterActor, action: Action, v
         say(f"failed to {_describe(action)}: {exc}")
         _append(journal, "failed", action, str(exc), entry.id)
         return False
-    run.actions.append((at, action, "done"))
+    run.actions.append((int(time.time() * 1000), action, "done"))
     say(f"{_describe(action)}: {action.reason}")
     _append(journal, "done", action, "", entry.id)
     return True

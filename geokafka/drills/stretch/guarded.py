@@ -20,6 +20,7 @@ from geokafka.drills.stretch.traffic import quiet_client
 from geokafka.errors import ClusterUnreachableError
 from geokafka.guard.decide import GuardSettings
 from geokafka.guard.loop import GuardRun, run_guard
+from geokafka.guard.model import ActionKind
 from geokafka.planning.plan import StretchPlan
 from geokafka.topology.schema import Cluster
 
@@ -62,9 +63,13 @@ class GuardThread:
         if self.error is not None:
             raise self.error
 
-    def first(self, words: str) -> float | None:
-        """When the guard first said something containing ``words``."""
-        return next((at for at, text in self.said if words in text), None)
+    def first_done(self, kind: ActionKind) -> float | None:
+        """When (monotonic) the guard first applied an action of ``kind``, from its run's action list."""
+        if self.run is None:
+            return None
+        wall_to_monotonic = time.monotonic() - time.time()
+        return next((at_ms / 1000 + wall_to_monotonic for at_ms, action, outcome in self.run.actions
+                     if action.kind == kind and outcome == "done"), None)
 
     def stop(self) -> None:
         """Stop the guard and wait for it."""
@@ -117,7 +122,7 @@ def _preferred_leaders(admin: AdminClient, topics: set[str]) -> bool:
 
 def guard_report(guard: GuardThread, returned: dict[str, Any] | None, kill_time: float, opts: Any) -> dict[str, Any]:
     """The guard's part of the drill report: when it decided, acted and undid."""
-    lowered = guard.first("lower min.insync.replicas")
+    lowered = guard.first_done("lower-min-isr")
     return {
         "grace_s": guard.grace_s,
         "said": [{"at_s_after_kill": round(at - kill_time, 2), "text": text} for at, text in guard.said],
