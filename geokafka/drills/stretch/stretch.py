@@ -288,11 +288,15 @@ def _observe(traffic: _Traffic, cluster: sc.DrillCluster, verdict: Verdict, dc: 
     if bootstrap:
         live = cluster.brokers_outside(dc)[0].node_id
         budget = max(5.0, end - time.monotonic() - 2.0)
-        quorum = traffic.pump_while(
+        probe = traffic.pump_while(
             lambda: sc.metadata_writable(bootstrap, f"_geokafka-probe-{int(kill_time)}", live, budget),
             on_tick, limit_s=budget + 15)
-        on_event(f"metadata quorum {'answers' if quorum else 'does not answer'} (probe topic "
-                 f"{'created' if quorum else 'not created'})")
+        quorum = None if probe is None else probe.writable
+        if probe is not None and probe.writable:
+            on_event(f"metadata quorum answers (probe topic created, attempt {probe.attempts})")
+        else:
+            why = "no answer in time" if probe is None else f"{probe.attempts} attempts, last: {probe.last_error}"
+            on_event(f"metadata quorum does not answer (probe topic not created: {why})")
     traffic.pump(end, on_tick, stop=all_back)
     back = traffic.log.resumed_at(kill_time)
     on_event(f"after {time.monotonic() - kill_time:.1f}s: {len(back)}/{n} partitions accept writes again")

@@ -211,26 +211,38 @@ def _complete(meta: object, topic: TopicPlacement) -> bool:
     )
 
 
-def metadata_writable(bootstrap: str, probe_topic: str, broker: int, timeout_s: float = 10.0) -> bool:
-    """True if the cluster commits a metadata change within ``timeout_s``: creating a probe topic on ``broker``.
+@dataclass
+class QuorumProbe:
+    """Whether the cluster committed a metadata change, and if not, the last refusal seen."""
+
+    writable: bool
+    attempts: int
+    last_error: str | None = None
+
+
+def metadata_writable(bootstrap: str, probe_topic: str, broker: int, timeout_s: float = 10.0) -> QuorumProbe:
+    """Whether the cluster commits a metadata change within ``timeout_s``: creating a probe topic on ``broker``.
 
     Without a KRaft quorum the controller cannot commit anything, so every attempt times out.
     Attempts repeat until the deadline, since a new active controller may still be being elected.
     """
     admin = AdminClient(quiet_client(bootstrap, "probe"))
     deadline = time.monotonic() + timeout_s
+    attempts, last = 0, None
     while time.monotonic() < deadline:
         left = max(1.0, deadline - time.monotonic())
+        attempts += 1
         futures = admin.create_topics([NewTopic(probe_topic, 1, replica_assignment=[[broker]])],
                                       operation_timeout=min(3.0, left), request_timeout=min(4.0, left + 1))
         try:
             futures[probe_topic].result(timeout=min(6.0, left + 2))
-            return True
+            return QuorumProbe(True, attempts)
         except Exception as exc:  # noqa: BLE001 - retried until the deadline
             if kafka_error_code(exc) == KafkaError.TOPIC_ALREADY_EXISTS:
-                return True  # an earlier attempt was committed after its request timed out
+                return QuorumProbe(True, attempts)  # an earlier attempt was committed after its request timed out
+            last = f"{type(exc).__name__}: {exc}"
             time.sleep(0.5)
-    return False
+    return QuorumProbe(False, attempts, last)
 
 
 def restart_with_survivors(cluster: DrillCluster, lost_dc: str, timeout_s: float,
