@@ -250,13 +250,16 @@ class StretchTopic(_Model):
     partitions: int = Field(6, ge=1, le=10_000)
     replication_factor: int = Field(3, ge=1, le=32)
     min_insync_replicas: int = Field(2, ge=1, le=32)
-    acks: Literal["all", "1", "0"] = "all"
+    acks: Literal["all", "1", "0"] = Field("all", description=(
+        "producers' acks: all (Kafka's synonym -1 is read as all), 1 or 0"))
     unclean_leader_election: bool = False
 
     @field_validator("acks", mode="before")
     @classmethod
     def _acks_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) else value
+        # YAML reads `acks: 1` as a number; Kafka reads acks=-1 as acks=all.
+        text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        return "all" if text == "-1" else text
 
 
 class StretchGuard(_Model):

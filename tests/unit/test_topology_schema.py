@@ -90,6 +90,23 @@ def test_stretch_acks_may_be_a_number() -> None:
     assert topology.stretch is not None and topology.stretch.topics["default"].acks == "1"
 
 
+ONE_DC = "clusters: {}\nstretch:\n  dcs: {d: {brokers: 1, controllers: 1}}\n"
+
+
+@pytest.mark.parametrize("acks", ["-1", "'-1'", '"-1"', "all"])
+def test_stretch_acks_minus_one_is_kafkas_synonym_for_all(acks: str) -> None:
+    shorthand = parse_topology(ONE_DC + f"  topics: {{acks: {acks}}}\n")
+    assert shorthand.stretch is not None and shorthand.stretch.topics["default"].acks == "all"
+    named = parse_topology(ONE_DC + f"  topics: {{t: {{acks: {acks}}}}}\n")
+    assert named.stretch is not None and named.stretch.topics["t"].acks == "all"
+
+
+@pytest.mark.parametrize("acks", ["-2", "2", "true", "everyone"])
+def test_stretch_acks_other_values_are_refused(acks: str) -> None:
+    with pytest.raises(TopologyError, match=r"stretch\.topics\.default\.acks: "):
+        parse_topology(ONE_DC + f"  topics: {{acks: {acks}}}\n")
+
+
 def test_the_repository_example_is_valid() -> None:
     topology = load_topology(REPO / DEFAULT_FILE)
     assert {"nyc", "atl"} <= set(topology.clusters)
