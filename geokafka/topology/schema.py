@@ -19,6 +19,17 @@ Name = Annotated[str, Field(pattern=_NAME)]
 Port = Annotated[int, Field(ge=1024, le=65535)]
 
 
+MIN_HEAP_MB = 256
+"""Smallest JVM heap a local Kafka node is started with.
+
+Every broker starts a log cleaner (the internal topics are compacted) whose offset map is one
+heap buffer of ``log.cleaner.dedupe.buffer.size``, 128 MiB by default, allocated at start; with
+``-XX:+ExitOnOutOfMemoryError`` a 128 MiB heap dies there. 256 leaves 128 MiB for the rest of a
+small node (request buffers up to the 8 MiB message.max.bytes of local clusters, KRaft metadata);
+the stretch drill's nodes run at 256.
+"""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -109,7 +120,8 @@ class LocalCluster(_Model):
     )
     port: Port | None = Field(None, description="port of broker 0 (default: the bootstrap port); broker i uses port+i")
     controller_port: Port | None = Field(None, description="port of controller 0 (default: port+100)")
-    heap_mb: int = Field(384, ge=128, le=8192, description="JVM heap of each process")
+    heap_mb: int = Field(384, ge=MIN_HEAP_MB, le=8192, description=(
+        f"JVM heap of each process (at least {MIN_HEAP_MB}: the log cleaner alone takes 128 at start)"))
     broker_config: ConfigMap = Field(default_factory=dict, description="extra server.properties entries")
 
     @model_validator(mode="after")

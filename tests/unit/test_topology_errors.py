@@ -196,7 +196,14 @@ clusters:
   a:
     bootstrap: 127.0.0.1:9092
     local: {heap_mb: 64}
-""", 4, "clusters.a.local.heap_mb", "greater than or equal to 128"),
+""", 4, "clusters.a.local.heap_mb", "greater than or equal to 256"),
+    # 128 MiB: the broker's log cleaner takes 128 MiB of heap at start, so the JVM dies there
+    Broken("heap-that-the-log-cleaner-fills", """\
+clusters:
+  a:
+    bootstrap: 127.0.0.1:9092
+    local: {heap_mb: 255}
+""", 4, "clusters.a.local.heap_mb", "greater than or equal to 256"),
     Broken("cluster-name-with-space", """\
 clusters:
   new york: {bootstrap: "h:9092"}

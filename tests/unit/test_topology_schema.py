@@ -107,6 +107,19 @@ def test_stretch_acks_other_values_are_refused(acks: str) -> None:
         parse_topology(ONE_DC + f"  topics: {{acks: {acks}}}\n")
 
 
+def test_smallest_heap_is_accepted_and_the_drill_option_has_the_same_floor() -> None:
+    from click.testing import CliRunner
+
+    from geokafka.cli.main import cli
+    from geokafka.topology.schema import MIN_HEAP_MB
+
+    topology = parse_topology(f"clusters: {{a: {{bootstrap: '127.0.0.1:9092', local: {{heap_mb: {MIN_HEAP_MB}}}}}}}")
+    assert MIN_HEAP_MB == 256
+    assert topology.clusters["a"].local is not None and topology.clusters["a"].local.heap_mb == 256
+    result = CliRunner().invoke(cli, ["drill", "stretch", "--layout", "3dc", "--heap-mb", "128"])
+    assert result.exit_code == 2 and "128 is not in the range 256<=x<=4096" in result.output
+
+
 def test_the_repository_example_is_valid() -> None:
     topology = load_topology(REPO / DEFAULT_FILE)
     assert {"nyc", "atl"} <= set(topology.clusters)
