@@ -282,11 +282,22 @@ class StretchGuard(_Model):
     interval_s: float = Field(1.0, gt=0, le=60, description="how often the guard looks at the cluster")
 
 
+MAX_STRETCH_DCS = 16
+MAX_STRETCH_TOPICS = 100
+MAX_STRETCH_PARTITIONS = 10_000
+MAX_PLAN_OUTCOMES = 250_000
+"""Partition outcomes a plan may judge: (DCs + nodes, each lost alone) x partitions, about 1.5 s of planning.
+
+The verdicts do not change with more partitions than a few per broker: plan with fewer."""
+
+
 class Stretch(_Model):
     """One cluster stretched over several DCs (synchronous replication)."""
 
-    dcs: dict[Name, StretchDC]
-    topics: dict[str, StretchTopic] = Field(default_factory=lambda: {"default": StretchTopic()})
+    dcs: dict[Name, StretchDC] = Field(max_length=MAX_STRETCH_DCS, description="the DCs, each one broker.rack")
+    topics: dict[str, StretchTopic] = Field(
+        default_factory=lambda: {"default": StretchTopic()}, max_length=MAX_STRETCH_TOPICS,
+        description="topics by name; the keys of one topic alone stand for a topic called 'default'")
     base_port: Port = Field(31092, description="first loopback port of the drill's local cluster")
     cluster: Name | None = Field(None, description=(
         "the cluster (in clusters:) that is this stretched cluster, for `geokafka guard`; its brokers' "
@@ -311,21 +322,33 @@ class Stretch(_Model):
             raise ValueError("no DC has KRaft controllers")
         return self
 
+    @model_validator(mode="after")
+    def _plan_is_bounded(self) -> Stretch:
+        # `geokafka plan` judges every partition under the loss of every DC and of every node.
+        brokers = sum(dc.brokers + dc.observers for dc in self.dcs.values())
+        if brokers > 1000:  # controllers are numbered from 1001 (planning.layout)
+            raise ValueError(f"{brokers:,} brokers (observers included), more than the 1,000 a plan numbers")
+        partitions = sum(t.partitions for t in self.topics.values())
+        if partitions > MAX_STRETCH_PARTITIONS:
+            raise ValueError(f"the topics have {partitions:,} partitions in all, more than the "
+                             f"{MAX_STRETCH_PARTITIONS:,} a plan places")
+        failures = len(self.dcs) + sum(dc.brokers + dc.observers + dc.controllers for dc in self.dcs.values())
+        if failures * partitions > MAX_PLAN_OUTCOMES:
+            raise ValueError(
+                f"a plan would judge {failures} failures x {partitions:,} partitions = {failures * partitions:,} "
+                f"outcomes, more than {MAX_PLAN_OUTCOMES:,}; verdicts do not change with more partitions than a few "
+                f"per broker, so plan with fewer")
+        return self
+
 
 class Topology(_Model):
     """The whole topology file."""
 
-    clusters: dict[Name, Cluster]
+    clusters: dict[Name, Cluster] = Field(default_factory=dict, description=(
+        "the Kafka clusters by name; required unless the file only plans a stretched cluster (stretch:)"))
     flows: dict[Name, Flow] = Field(default_factory=dict)
     pipeline: Pipeline = Field(default_factory=Pipeline)
     stretch: Stretch | None = None
-
-    @model_validator(mode="after")
-    def _stretch_cluster_known(self) -> Topology:
-        if self.stretch is not None and self.stretch.cluster is not None and self.stretch.cluster not in self.clusters:
-            raise ValueError(f"stretch.cluster {self.stretch.cluster!r} is not in clusters "
-                             f"(known: {', '.join(sorted(self.clusters)) or 'none'})")
-        return self
 
     def flow(self, name: str) -> Flow:
         """The flow called ``name``; a TopologyError naming the known flows otherwise."""

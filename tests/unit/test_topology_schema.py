@@ -86,11 +86,12 @@ def test_models_are_frozen() -> None:
 
 
 def test_stretch_acks_may_be_a_number() -> None:
-    topology = parse_topology("clusters: {}\nstretch: {dcs: {d: {brokers: 1, controllers: 1}}, topics: {acks: 1}}")
+    topology = parse_topology("clusters: {}\nstretch: {dcs: {d: {brokers: 1, controllers: 1}}, "
+                              "topics: {replication_factor: 1, min_insync_replicas: 1, acks: 1}}")
     assert topology.stretch is not None and topology.stretch.topics["default"].acks == "1"
 
 
-ONE_DC = "clusters: {}\nstretch:\n  dcs: {d: {brokers: 1, controllers: 1}}\n"
+ONE_DC = "clusters: {}\nstretch:\n  dcs: {d: {brokers: 3, controllers: 1}}\n"
 
 
 @pytest.mark.parametrize("acks", ["-1", "'-1'", '"-1"', "all"])
@@ -134,7 +135,7 @@ def test_ports_of_a_combined_cluster() -> None:
 
 def test_ports_with_explicit_port_and_controller_port() -> None:
     cluster = parse_topology(
-        "clusters: {a: {bootstrap: '127.0.0.1:9092', local: {brokers: 2, port: 7000, controller_port: 7500}}}"
+        "clusters: {a: {bootstrap: '127.0.0.1:7001', local: {brokers: 2, port: 7000, controller_port: 7500}}}"
     ).clusters["a"]
     assert broker_ports(cluster) == [7000, 7001]
     assert controller_ports(cluster) == [7500, 7501]
