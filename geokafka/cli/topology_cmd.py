@@ -18,7 +18,7 @@ def validate(ctx: CliContext) -> None:
     (TopologyError: file:line: key: what), and exit 2. --json prints {"file", "valid",
     "problems": [{"where", "key", "what"}], ...} on stdout either way.
     """
-    checked = check_topology_file(ctx.file)
+    checked = check_topology_file(ctx.topology_file())
     topology = checked.topology
     if not checked.valid:
         ctx.emit({"file": str(ctx.file), "valid": False, "problems": [p.to_dict() for p in checked.problems]})

@@ -37,7 +37,8 @@ def read_bounded(path: Path) -> str | Problem:
         with path.open("rb") as handle:
             data = handle.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
-        return Problem(str(path), "", "topology file not found")
+        looked = "" if path.is_absolute() else f" (looked for {path.absolute()})"
+        return Problem(str(path), "", f"topology file not found{looked}")
     except OSError as exc:
         return Problem(str(path), "", f"cannot read: {exc.strerror}")
     if len(data) > MAX_FILE_BYTES:

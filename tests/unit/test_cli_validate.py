@@ -185,3 +185,34 @@ def test_validate_json_of_an_unreadable_file(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert json.loads(result.stdout)["problems"] == [
         {"where": str(tmp_path / "nope.yaml"), "key": "", "what": "topology file not found"}]
+
+
+def test_without_f_the_file_is_geokafka_yaml_in_the_current_directory(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GEOKAFKA_FILE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = run("validate")
+    assert result.exit_code == 2
+    assert result.stderr == (f"TopologyError: {tmp_path / 'geokafka.yaml'}: no topology file here: without -f FILE "
+                             "(or GEOKAFKA_FILE) geokafka reads geokafka.yaml in the current directory\n")
+    (tmp_path / "geokafka.yaml").write_text(VALID.replace("STATE", str(tmp_path / "state")), encoding="utf-8")
+    result = run("validate")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split() == "geokafka.yaml: valid (3 clusters, 1 flows)".split()
+
+
+def test_a_relative_f_is_read_from_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "sites").mkdir()
+    (tmp_path / "sites" / "t.yaml").write_text(VALID.replace("STATE", str(tmp_path / "state")), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert run("-f", "sites/t.yaml", "validate").exit_code == 0
+    missing = run("-f", "sites/nope.yaml", "validate")
+    assert missing.exit_code == 2
+    assert missing.stderr == (f"TopologyError: sites/nope.yaml: topology file not found (looked for "
+                              f"{tmp_path / 'sites' / 'nope.yaml'})\n")
+
+
+def test_plan_presets_still_need_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GEOKAFKA_FILE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert run("plan", "--layout", "3dc").exit_code == 0
