@@ -11,6 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from geokafka.errors import TopologyError
 from geokafka.secrets import redact
 from geokafka.topology import Topology, load_topology
 
@@ -21,6 +22,7 @@ class CliContext:
 
     file: Path
     json_output: bool
+    file_given: bool = True  # False: -f and GEOKAFKA_FILE were not given, ``file`` is the default
     # Piped output is not cut at 80 columns: tables stay readable in logs and CI.
     console: Console = field(default_factory=lambda: Console(
         stderr=False, highlight=False, width=None if sys.stdout.isatty() else 160))
@@ -30,8 +32,20 @@ class CliContext:
     def topology(self) -> Topology:
         """The validated topology file."""
         if self._topology is None:
-            self._topology = load_topology(self.file)
+            self._topology = load_topology(self.topology_file())
         return self._topology
+
+    def topology_file(self) -> Path:
+        """The topology file to read; without -f, ``./geokafka.yaml``, or a TopologyError saying where it looked.
+
+        Relative paths are relative to the current directory (``./run`` runs commands in the
+        directory it was called from).
+        """
+        if not self.file_given and not self.file.exists():
+            raise TopologyError(
+                f"{self.file.absolute()}: no topology file here: without -f FILE (or GEOKAFKA_FILE) geokafka "
+                f"reads {self.file} in the current directory")
+        return self.file
 
     def emit(self, data: Any, render: Any = None) -> None:
         """Print ``data`` as JSON under ``--json``, else print ``render`` (a rich renderable or text).

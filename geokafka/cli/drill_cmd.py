@@ -13,7 +13,7 @@ from geokafka.cli.plan_cmd import LAYOUTS
 from geokafka.drills.stretch import StretchDrillOptions, StretchDrillResult, raise_on_disagreement, run_stretch_drill
 from geokafka.errors import TopologyError
 from geokafka.planning import TOPOLOGY, resolve_layout
-from geokafka.topology.schema import Pipeline
+from geokafka.topology.schema import MIN_HEAP_MB, Pipeline
 
 
 @click.group()
@@ -29,7 +29,7 @@ def drill() -> None:
 @click.option("--observe", type=click.FloatRange(5, 600), default=20.0,
               help="seconds to watch for writes to resume by themselves after the kill")
 @click.option("--rate", type=click.FloatRange(10, 5000), default=200.0, help="records produced per second")
-@click.option("--heap-mb", type=click.IntRange(128, 4096), default=256, help="JVM heap of each Kafka process")
+@click.option("--heap-mb", type=click.IntRange(MIN_HEAP_MB, 4096), default=256, help="JVM heap of each Kafka process")
 @click.option("--recover/--no-recover", default=False,
               help="after the observation window, run the plan's manual steps and measure the RTO they give")
 @click.option("--guard", "guard", is_flag=True,

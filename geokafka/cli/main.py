@@ -11,6 +11,7 @@ import click
 from geokafka.cli.context import CliContext
 from geokafka.errors import GeokafkaError
 from geokafka.secrets import redact
+from geokafka.topology import DEFAULT_FILE
 
 
 class _Group(click.Group):
@@ -38,18 +39,19 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.option(
-    "-f", "--file", "file", type=click.Path(path_type=Path), default=Path("geokafka.yaml"),
-    envvar="GEOKAFKA_FILE", help="topology file",
+    "-f", "--file", "file", type=click.Path(path_type=Path), default=None, envvar="GEOKAFKA_FILE",
+    help="topology file, relative to the current directory  [default: ./geokafka.yaml, which must exist]",
 )
 @click.option("--json", "json_output", is_flag=True, help="machine-readable output on stdout")
 @click.pass_context
-def cli(ctx: click.Context, file: Path, json_output: bool) -> None:
+def cli(ctx: click.Context, file: Path | None, json_output: bool) -> None:
     """geokafka: run Apache Kafka across data centers.
 
     Replicates topics between clusters on Spark, moves consumer groups exactly on failover,
     plans stretched clusters and drills disasters, all from one topology file.
     """
-    ctx.obj = CliContext(file=file, json_output=json_output)
+    ctx.obj = CliContext(file=file if file is not None else DEFAULT_FILE, json_output=json_output,
+                         file_given=file is not None)
 
 
 def _register() -> None:

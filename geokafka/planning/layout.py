@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from geokafka.errors import TopologyError
+from geokafka.topology.checks import stretch_findings
 from geokafka.topology.schema import Stretch, StretchTopic
 
 
@@ -90,22 +91,12 @@ def layout_of(stretch: Stretch) -> Layout:
         controllers = tuple(range(next_controller, next_controller + dc.controllers))
         next_controller += dc.controllers
         dcs.append(DataCenter(name, brokers, observers, controllers))
-    layout = Layout(tuple(dcs), dict(stretch.topics))
-    _check_topics(layout)
-    return layout
+    _check_topics(stretch)
+    return Layout(tuple(dcs), dict(stretch.topics))
 
 
-def _check_topics(layout: Layout) -> None:
-    brokers = len(layout.brokers)
-    for name, topic in layout.topics.items():
-        where = f"stretch.topics.{name}"
-        if topic.replication_factor > brokers:
-            raise TopologyError(
-                f"{where}: replication_factor {topic.replication_factor} exceeds the {brokers} brokers "
-                f"that hold synchronous replicas"
-            )
-        if topic.min_insync_replicas > topic.replication_factor:
-            raise TopologyError(
-                f"{where}: min_insync_replicas {topic.min_insync_replicas} exceeds replication_factor "
-                f"{topic.replication_factor}: no acks=all write could ever succeed"
-            )
+def _check_topics(stretch: Stretch) -> None:
+    findings = stretch_findings(stretch)
+    if findings:
+        key_path, what = findings[0]
+        raise TopologyError(f"{'.'.join(key_path)}: {what}")

@@ -1,139 +1,186 @@
-"""Read a topology file and turn every problem into one line: file, line, key path, what."""
+"""Read a topology file and turn every problem into one line: file, line, key path, what.
+
+:func:`check_topology_file` finds every problem (``geokafka validate``); :func:`load_topology`
+refuses the first, naming how many more there are (every other command).
+"""
 
 from __future__ import annotations
 
+import difflib
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from geokafka.errors import TopologyError
-from geokafka.topology.ports import local_ports
+from geokafka.topology._yaml import compose_bounded, construct, read_bounded
+from geokafka.topology.checks import topology_findings
+from geokafka.topology.problems import Problem
 from geokafka.topology.schema import Topology
 
 DEFAULT_FILE = Path("geokafka.yaml")
 
 
+@dataclass(frozen=True)
+class CheckedTopology:
+    """A topology file's problems, all of them, and the topology when the schema accepted it."""
+
+    source: str
+    problems: tuple[Problem, ...] = ()
+    topology: Topology | None = field(default=None, compare=False)
+
+    @property
+    def valid(self) -> bool:
+        """True when nothing is wrong."""
+        return not self.problems
+
+    def raise_first(self) -> Topology:
+        """The topology; :class:`TopologyError` with the first problem (and the count of the rest) otherwise."""
+        if self.problems:
+            more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+            raise TopologyError(f"{self.problems[0]}{more}")
+        assert self.topology is not None
+        return self.topology
+
+
 def load_topology(path: Path | str = DEFAULT_FILE) -> Topology:
     """Parse and validate ``path``; raise :class:`TopologyError` with a one-line message."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TopologyError(f"{path}: topology file not found") from None
-    except OSError as exc:
-        raise TopologyError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        line = exc.object[: exc.start].count(b"\n") + 1
-        raise TopologyError(f"{path}:{line}: not UTF-8 text (byte {exc.start})") from None
-    return parse_topology(text, str(path))
+    return check_topology_file(path).raise_first()
 
 
 def parse_topology(text: str, source: str = "<topology>") -> Topology:
     """Validate topology ``text``; ``source`` names it in errors."""
+    return check_topology_text(text, source).raise_first()
+
+
+def check_topology_file(path: Path | str) -> CheckedTopology:
+    """Every problem of the file at ``path``; one problem when it cannot be read or parsed at all."""
+    path = Path(path)
+    text = read_bounded(path)
+    if isinstance(text, Problem):
+        return CheckedTopology(str(path), (text,))
+    return check_topology_text(text, str(path))
+
+
+def check_topology_text(text: str, source: str = "<topology>") -> CheckedTopology:
+    """Every problem of topology ``text``: YAML, duplicate keys, schema, then cross-key rules."""
+    node = compose_bounded(text, source)
+    if isinstance(node, Problem):
+        return CheckedTopology(source, (node,))
+    if not isinstance(node, yaml.MappingNode):
+        what = "expected a mapping at the top level (clusters:, flows:, stretch:, ...)"
+        return CheckedTopology(source, (Problem(source, "", what),))
+    # before construct(), which merges `<<:` keys into the nodes themselves
+    problems = [Problem(f"{source}:{line}", ".".join(key_path), f"duplicate key (first on line {first})")
+                for key_path, line, first in _duplicate_keys(node, ())]
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise TopologyError(f"{where}: invalid YAML: {problem}") from None
-    if not isinstance(data, dict):
-        raise TopologyError(f"{source}: expected a mapping at the top level (clusters:, flows:, ...)")
-    duplicate = _first_duplicate_key(node, ())
-    if duplicate is not None:
-        key_path, line, first_line = duplicate
-        raise TopologyError(f"{source}:{line}: {'.'.join(key_path)}: duplicate key (first on line {first_line})")
+        data = construct(node)
+    except yaml.YAMLError as exc:  # e.g. a value of an unknown tag (!!python/object)
+        line = _line_of_mark(exc)
+        what = f"invalid YAML: {getattr(exc, 'problem', None) or str(exc).splitlines()[0]}"
+        return CheckedTopology(source, (*problems, Problem(f"{source}:{line}" if line else source, "", what)))
     try:
         topology = Topology.model_validate(data)
     except ValidationError as exc:
-        raise TopologyError(_first_error(exc, node, source)) from None
-    problems = cross_reference_errors(topology)
-    if problems:
-        key_path, message = problems[0]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise TopologyError(f"{_where(node, key_path, source)}: {'.'.join(key_path)}: {message}{more}")
-    return topology
+        return CheckedTopology(source, tuple(problems + _schema_problems(exc, node, source)))
+    problems += [_problem(node, source, key_path, what) for key_path, what in topology_findings(topology)]
+    return CheckedTopology(source, tuple(problems), topology)
 
 
-def cross_reference_errors(topology: Topology) -> list[tuple[tuple[str, ...], str]]:
-    """Problems that span several keys: unknown clusters, duplicate ports."""
-    problems: list[tuple[tuple[str, ...], str]] = []
-    for name, flow in topology.flows.items():
-        for role in ("source", "target"):
-            ref = getattr(flow, role)
-            if ref not in topology.clusters:
-                problems.append((("flows", name, role), f"unknown cluster {ref!r}"))
-            elif flow.rename == "prefix" and flow.separator in ref:
-                problems.append((
-                    ("flows", name, "separator"),
-                    f"separator {flow.separator!r} occurs in cluster name {ref!r}, so prefixed names are ambiguous",
-                ))
-    owner: dict[int, str] = {}
-    for name, cluster in topology.clusters.items():
-        if cluster.local is None:
-            continue
-        if max(local_ports(cluster)) > 65535:
-            problems.append((("clusters", name, "local"), f"ports run up to {max(local_ports(cluster))}, above 65535"))
-            continue
-        for port in local_ports(cluster):
-            if port in owner:
-                problems.append(
-                    (("clusters", name, "local"), f"port {port} is also used by cluster {owner[port]!r}")
-                )
-                break
-            owner[port] = name
-    return problems
+def _problem(node: yaml.Node | None, source: str, key_path: tuple[str, ...], what: str) -> Problem:
+    line = _line_of(node, key_path)
+    return Problem(f"{source}:{line}" if line is not None else source, ".".join(key_path) or "(top level)", what)
 
 
-def _first_duplicate_key(
-    node: yaml.Node | None, key_path: tuple[str, ...], seen: set[int] | None = None
-) -> tuple[tuple[str, ...], int, int] | None:
-    """The first key given twice in one mapping (YAML keeps the last one silently)."""
+def _duplicate_keys(node: yaml.Node | None, key_path: tuple[str, ...],
+                    seen: set[int] | None = None) -> list[tuple[tuple[str, ...], int, int]]:
+    """Keys given twice in one mapping (YAML keeps the last one silently), in file order.
+
+    Recursive: the nesting depth was bounded before the file was composed.
+    """
     seen = set() if seen is None else seen
     if node is None or id(node) in seen:
-        return None
+        return []
     seen.add(id(node))
+    found: list[tuple[tuple[str, ...], int, int]] = []
     if isinstance(node, yaml.MappingNode):
         lines: dict[str, int] = {}
         for key, value in node.value:
             name = str(key.value)
             if name in lines and key.tag != "tag:yaml.org,2002:merge":
-                return (*key_path, name), key.start_mark.line + 1, lines[name]
+                found.append(((*key_path, name), key.start_mark.line + 1, lines[name]))
             lines.setdefault(name, key.start_mark.line + 1)
-            found = _first_duplicate_key(value, (*key_path, name), seen)
-            if found is not None:
-                return found
+            found += _duplicate_keys(value, (*key_path, name), seen)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
-            found = _first_duplicate_key(item, (*key_path, str(index)), seen)
-            if found is not None:
-                return found
-    return None
+            found += _duplicate_keys(item, (*key_path, str(index)), seen)
+    return found
 
 
-def _first_error(exc: ValidationError, node: yaml.Node | None, source: str) -> str:
-    errors = exc.errors()
-    first = errors[0]
-    key_path = tuple(str(part) for part in first["loc"] if part != "[key]")
-    message = first["msg"].removeprefix("Value error, ")
-    if first["type"] == "extra_forbidden":
-        message = "unknown key"
-    elif first["type"] == "missing":
-        message = "required key is missing"
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    shown = ".".join(key_path) or "(top level)"
-    return f"{_where(node, key_path, source)}: {shown}: {message}{more}"
+def _schema_problems(exc: ValidationError, node: yaml.Node | None, source: str) -> list[Problem]:
+    """Every schema error; the keys the user typed that the schema does not know come first."""
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    problems = []
+    for error in errors:
+        key_path = tuple(str(part) for part in error["loc"] if part != "[key]")
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key" + _did_you_mean(key_path)
+        elif error["type"] == "missing":
+            message = "required key is missing"
+        problems.append(_problem(node, source, key_path, message))
+    return problems
 
 
-def _where(node: yaml.Node | None, key_path: tuple[str, ...], source: str) -> str:
-    """``file:line`` of the deepest node of ``key_path`` that exists in the YAML."""
-    line = _line_of(node, key_path)
-    return f"{source}:{line}" if line is not None else source
+def _did_you_mean(key_path: tuple[str, ...]) -> str:
+    """`` (did you mean 'x'?)`` with the closest key the schema accepts at that place, or nothing."""
+    model = _model_at(key_path[:-1])
+    if model is None or not key_path:
+        return ""
+    close = difflib.get_close_matches(key_path[-1], list(model.model_fields), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _model_at(key_path: tuple[str, ...]) -> type[BaseModel] | None:
+    """The schema model that describes the mapping at ``key_path``, if one does."""
+    kind: Any = Topology
+    for part in key_path:
+        kind = _unwrapped(kind)
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            field_info = kind.model_fields.get(part)
+            if field_info is None:
+                return None
+            kind = field_info.annotation
+        elif get_origin(kind) is dict:
+            kind = get_args(kind)[1]
+        elif get_origin(kind) is list:
+            kind = get_args(kind)[0]
+        else:
+            return None
+    kind = _unwrapped(kind)
+    return kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+
+
+def _unwrapped(kind: Any) -> Any:
+    """``X`` of ``Annotated[X, ...]`` and of ``X | None``."""
+    while True:
+        origin = get_origin(kind)
+        if origin is Annotated:
+            kind = get_args(kind)[0]
+        elif origin in (Union, UnionType):
+            options = [a for a in get_args(kind) if a is not type(None)]
+            if len(options) != 1:
+                return kind
+            kind = options[0]
+        else:
+            return kind
 
 
 def _line_of(node: yaml.Node | None, key_path: tuple[str, ...]) -> int | None:
+    """Line of the deepest node of ``key_path`` that exists in the YAML."""
     line = node.start_mark.line + 1 if node is not None else None
     for part in key_path:
         if isinstance(node, yaml.MappingNode):
@@ -150,3 +197,6 @@ def _line_of(node: yaml.Node | None, key_path: tuple[str, ...]) -> int | None:
     return line
 
 
+def _line_of_mark(exc: yaml.YAMLError) -> int | None:
+    mark = getattr(exc, "problem_mark", None)
+    return mark.line + 1 if mark is not None else None

@@ -19,6 +19,17 @@ Name = Annotated[str, Field(pattern=_NAME)]
 Port = Annotated[int, Field(ge=1024, le=65535)]
 
 
+MIN_HEAP_MB = 256
+"""Smallest JVM heap a local Kafka node is started with.
+
+Every broker starts a log cleaner (the internal topics are compacted) whose offset map is one
+heap buffer of ``log.cleaner.dedupe.buffer.size``, 128 MiB by default, allocated at start; with
+``-XX:+ExitOnOutOfMemoryError`` a 128 MiB heap dies there. 256 leaves 128 MiB for the rest of a
+small node (request buffers up to the 8 MiB message.max.bytes of local clusters, KRaft metadata);
+the stretch drill's nodes run at 256.
+"""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -109,7 +120,8 @@ class LocalCluster(_Model):
     )
     port: Port | None = Field(None, description="port of broker 0 (default: the bootstrap port); broker i uses port+i")
     controller_port: Port | None = Field(None, description="port of controller 0 (default: port+100)")
-    heap_mb: int = Field(384, ge=128, le=8192, description="JVM heap of each process")
+    heap_mb: int = Field(384, ge=MIN_HEAP_MB, le=8192, description=(
+        f"JVM heap of each process (at least {MIN_HEAP_MB}: the log cleaner alone takes 128 at start)"))
     broker_config: ConfigMap = Field(default_factory=dict, description="extra server.properties entries")
 
     @model_validator(mode="after")
@@ -250,13 +262,16 @@ class StretchTopic(_Model):
     partitions: int = Field(6, ge=1, le=10_000)
     replication_factor: int = Field(3, ge=1, le=32)
     min_insync_replicas: int = Field(2, ge=1, le=32)
-    acks: Literal["all", "1", "0"] = "all"
+    acks: Literal["all", "1", "0"] = Field("all", description=(
+        "producers' acks: all (Kafka's synonym -1 is read as all), 1 or 0"))
     unclean_leader_election: bool = False
 
     @field_validator("acks", mode="before")
     @classmethod
     def _acks_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) else value
+        # YAML reads `acks: 1` as a number; Kafka reads acks=-1 as acks=all.
+        text = str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        return "all" if text == "-1" else text
 
 
 class StretchGuard(_Model):
@@ -267,11 +282,22 @@ class StretchGuard(_Model):
     interval_s: float = Field(1.0, gt=0, le=60, description="how often the guard looks at the cluster")
 
 
+MAX_STRETCH_DCS = 16
+MAX_STRETCH_TOPICS = 100
+MAX_STRETCH_PARTITIONS = 10_000
+MAX_PLAN_OUTCOMES = 250_000
+"""Partition outcomes a plan may judge: (DCs + nodes, each lost alone) x partitions, about 1.5 s of planning.
+
+The verdicts do not change with more partitions than a few per broker: plan with fewer."""
+
+
 class Stretch(_Model):
     """One cluster stretched over several DCs (synchronous replication)."""
 
-    dcs: dict[Name, StretchDC]
-    topics: dict[str, StretchTopic] = Field(default_factory=lambda: {"default": StretchTopic()})
+    dcs: dict[Name, StretchDC] = Field(max_length=MAX_STRETCH_DCS, description="the DCs, each one broker.rack")
+    topics: dict[str, StretchTopic] = Field(
+        default_factory=lambda: {"default": StretchTopic()}, max_length=MAX_STRETCH_TOPICS,
+        description="topics by name; the keys of one topic alone stand for a topic called 'default'")
     base_port: Port = Field(31092, description="first loopback port of the drill's local cluster")
     cluster: Name | None = Field(None, description=(
         "the cluster (in clusters:) that is this stretched cluster, for `geokafka guard`; its brokers' "
@@ -296,21 +322,33 @@ class Stretch(_Model):
             raise ValueError("no DC has KRaft controllers")
         return self
 
+    @model_validator(mode="after")
+    def _plan_is_bounded(self) -> Stretch:
+        # `geokafka plan` judges every partition under the loss of every DC and of every node.
+        brokers = sum(dc.brokers + dc.observers for dc in self.dcs.values())
+        if brokers > 1000:  # controllers are numbered from 1001 (planning.layout)
+            raise ValueError(f"{brokers:,} brokers (observers included), more than the 1,000 a plan numbers")
+        partitions = sum(t.partitions for t in self.topics.values())
+        if partitions > MAX_STRETCH_PARTITIONS:
+            raise ValueError(f"the topics have {partitions:,} partitions in all, more than the "
+                             f"{MAX_STRETCH_PARTITIONS:,} a plan places")
+        failures = len(self.dcs) + sum(dc.brokers + dc.observers + dc.controllers for dc in self.dcs.values())
+        if failures * partitions > MAX_PLAN_OUTCOMES:
+            raise ValueError(
+                f"a plan would judge {failures} failures x {partitions:,} partitions = {failures * partitions:,} "
+                f"outcomes, more than {MAX_PLAN_OUTCOMES:,}; verdicts do not change with more partitions than a few "
+                f"per broker, so plan with fewer")
+        return self
+
 
 class Topology(_Model):
     """The whole topology file."""
 
-    clusters: dict[Name, Cluster]
+    clusters: dict[Name, Cluster] = Field(default_factory=dict, description=(
+        "the Kafka clusters by name; required unless the file only plans a stretched cluster (stretch:)"))
     flows: dict[Name, Flow] = Field(default_factory=dict)
     pipeline: Pipeline = Field(default_factory=Pipeline)
     stretch: Stretch | None = None
-
-    @model_validator(mode="after")
-    def _stretch_cluster_known(self) -> Topology:
-        if self.stretch is not None and self.stretch.cluster is not None and self.stretch.cluster not in self.clusters:
-            raise ValueError(f"stretch.cluster {self.stretch.cluster!r} is not in clusters "
-                             f"(known: {', '.join(sorted(self.clusters)) or 'none'})")
-        return self
 
     def flow(self, name: str) -> Flow:
         """The flow called ``name``; a TopologyError naming the known flows otherwise."""

@@ -291,6 +291,56 @@ CASES = [
 ]
 
 
+@dataclass(frozen=True)
+class FileCase:
+    """A topology file hostile by its size or shape: refused before any cluster is asked (no brokers needed)."""
+
+    id: str
+    write: Callable[[Path], None]
+    says: str  # how the one stderr line goes on after "TopologyError: <file>"
+    args: tuple[str, ...] = ("validate",)
+
+
+def _padded_50_mb(path: Path) -> None:
+    line = b"# padding padding padding padding padding padding padding padding\n"
+    with path.open("wb") as out:
+        out.write(b"clusters:\n  a: {bootstrap: 'h:9092'}\n")
+        out.write(line * (50 * 1024 * 1024 // len(line)))
+
+
+FILE_CASES = [
+    FileCase("file-50-mb", _padded_50_mb, ": 52,428,787 bytes is more than a topology file may have (1 MiB)",
+             ("mirror", "--duration", "1")),
+    FileCase("file-nested-50000-deep", lambda p: p.write_text("clusters: " + "[" * 50_000),
+             ":1: nested more than 64 levels deep (a topology needs fewer than 10)", ("failover", "f")),
+    FileCase("file-50001-values",
+             lambda p: p.write_text("flows: {f: {topics: [" + ",".join(["t"] * 50_001) + "]}}\n"),
+             ":1: more than 50,000 values (a topology has hundreds)"),
+    FileCase("file-stretch-plan-too-large",
+             lambda p: p.write_text("stretch:\n  dcs: {a: {brokers: 30, controllers: 3}, b: {brokers: 30}}\n"
+                                    "  topics: {partitions: 10000}\n"),
+             ":1: stretch: a plan would judge 65 failures x 10,000 partitions = 650,000 outcomes", ("plan",)),
+]
+FILE_CASE_SECONDS = 10.0  # a hang guard on a shared machine: a Python start-up plus milliseconds of checking
+
+
+@pytest.mark.parametrize("case", FILE_CASES, ids=[c.id for c in FILE_CASES])
+def test_hostile_topology_file(tmp_path: Path, case: FileCase) -> None:
+    """The real CLI refuses the file in one line with exit code 2, no traceback, in about a Python start-up."""
+    import time
+
+    file = tmp_path / "geokafka.yaml"
+    case.write(file)
+    t0 = time.monotonic()
+    proc = run_cli(file, list(case.args), timeout=60)
+    elapsed = time.monotonic() - t0
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"TopologyError: {file}{case.says}"), proc.stderr
+    assert elapsed < FILE_CASE_SECONDS, elapsed
+
+
 def run_cli(file: Path, args: list[str], expect: int | None = None, env: dict[str, str] | None = None,
             timeout: float = 150.0) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k not in ("HX_PASSWORD", "GEOKAFKA_DEBUG")}

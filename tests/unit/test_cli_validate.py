@@ -70,6 +70,8 @@ def test_valid_file_as_json(topology_file: Path) -> None:
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {
         "file": str(topology_file),
+        "valid": True,
+        "problems": [],
         "clusters": ["cloud", "east", "west"],
         "flows": {"east-to-west": "east -> west"},
         "stretch": None,
@@ -124,3 +126,93 @@ def test_down_when_nothing_runs(topology_file: Path) -> None:
     result = run("-f", str(topology_file), "--json", "down")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout) == {"east": 0, "west": 0}
+
+
+# Files that `plan` or `up` refused while `validate` said "valid": validate now runs the same checks.
+PLAN_AND_UP_REFUSE = VALID + """\
+stretch:
+  dcs:
+    dc1: {brokers: 2, controllers: 1}
+    dc2: {brokers: 1, controllers: 1}
+  topics:
+    orders: {replication_factor: 4, min_insync_replicas: 2}
+    payments: {replication_factor: 3, min_insync_replicas: 4}
+"""
+
+
+def test_validate_reports_every_problem_plan_and_up_would_meet(tmp_path: Path) -> None:
+    path = tmp_path / "geokafka.yaml"
+    text = PLAN_AND_UP_REFUSE.replace("local: {brokers: 1}", "local: {brokers: 1, port: 45500}")
+    path.write_text(text.replace("STATE", str(tmp_path / "state")), encoding="utf-8")
+    result = run("-f", str(path), "validate")
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"TopologyError: {path}:7: clusters.west.local.port: bootstrap port 45092 is not a port of the local brokers "
+        "(45500): clients would never reach the brokers `geokafka up` starts",
+        f"TopologyError: {path}:19: stretch.topics.orders: replication_factor 4 exceeds the 3 brokers that hold "
+        "synchronous replicas",
+        f"TopologyError: {path}:20: stretch.topics.payments: min_insync_replicas 4 exceeds replication_factor 3: "
+        "no acks=all write could ever succeed",
+    ]
+    # the commands themselves refuse the same file, with the first problem
+    for command in (["plan"], ["up", "west"]):
+        refused = run("-f", str(path), *command)
+        assert refused.exit_code == 2, refused.output
+        assert refused.stderr.startswith(f"TopologyError: {path}:7: clusters.west.local.port: "), refused.stderr
+        assert refused.stderr.rstrip().endswith("(and 2 more)")
+    assert not (tmp_path / "state").exists()
+
+
+def test_validate_json_lists_every_problem_with_where_and_what(tmp_path: Path) -> None:
+    path = tmp_path / "geokafka.yaml"
+    path.write_text(VALID.replace("bootstrap: 127.0.0.1:44092", "bootstrapp: 127.0.0.1:44092")
+                    .replace("local: {brokers: 1}", "local: {brokrs: 1}"), encoding="utf-8")
+    result = run("-f", str(path), "--json", "validate")
+    assert result.exit_code == 2
+    report = json.loads(result.stdout)
+    assert report["valid"] is False and report["file"] == str(path)
+    assert report["problems"] == [
+        {"where": f"{path}:3", "key": "clusters.east.bootstrapp", "what": "unknown key (did you mean 'bootstrap'?)"},
+        {"where": f"{path}:7", "key": "clusters.west.local.brokrs", "what": "unknown key (did you mean 'brokers'?)"},
+        {"where": f"{path}:2", "key": "clusters.east.bootstrap", "what": "required key is missing"},
+    ]
+    assert len(result.stderr.splitlines()) == 3  # the same problems for people, one line each
+
+
+def test_validate_json_of_an_unreadable_file(tmp_path: Path) -> None:
+    result = run("-f", str(tmp_path / "nope.yaml"), "--json", "validate")
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["problems"] == [
+        {"where": str(tmp_path / "nope.yaml"), "key": "", "what": "topology file not found"}]
+
+
+def test_without_f_the_file_is_geokafka_yaml_in_the_current_directory(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GEOKAFKA_FILE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    result = run("validate")
+    assert result.exit_code == 2
+    assert result.stderr == (f"TopologyError: {tmp_path / 'geokafka.yaml'}: no topology file here: without -f FILE "
+                             "(or GEOKAFKA_FILE) geokafka reads geokafka.yaml in the current directory\n")
+    (tmp_path / "geokafka.yaml").write_text(VALID.replace("STATE", str(tmp_path / "state")), encoding="utf-8")
+    result = run("validate")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split() == "geokafka.yaml: valid (3 clusters, 1 flows)".split()
+
+
+def test_a_relative_f_is_read_from_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "sites").mkdir()
+    (tmp_path / "sites" / "t.yaml").write_text(VALID.replace("STATE", str(tmp_path / "state")), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert run("-f", "sites/t.yaml", "validate").exit_code == 0
+    missing = run("-f", "sites/nope.yaml", "validate")
+    assert missing.exit_code == 2
+    assert missing.stderr == (f"TopologyError: sites/nope.yaml: topology file not found (looked for "
+                              f"{tmp_path / 'sites' / 'nope.yaml'})\n")
+
+
+def test_plan_presets_still_need_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GEOKAFKA_FILE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert run("plan", "--layout", "3dc").exit_code == 0

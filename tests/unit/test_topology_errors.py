@@ -35,7 +35,27 @@ clusters:
     bootstrap: 127.0.0.1:9092
     locl: {brokers: 1}
 """, 4, "clusters.a.locl", "unknown key"),
-    Broken("unknown-top-level-key", TWO + "flowz: {}\n", 4, "flowz", "unknown key"),
+    Broken("unknown-top-level-key", TWO + "flowz: {}\n", 4, "flowz", "unknown key (did you mean 'flows'?)"),
+    # the key the user typed comes first, not the required key it failed to give
+    Broken("mistyped-required-key", """\
+# two sites
+clusters:
+  b:
+    bootstrap: 127.0.0.1:9192
+  a:
+    local: {brokers: 1}
+    bootstrapp: 127.0.0.1:9092
+""", 7, "clusters.a.bootstrapp", "unknown key (did you mean 'bootstrap'?) (and 1 more)"),
+    Broken("mistyped-key-deep-in-stretch", """\
+stretch:
+  dcs:
+    dc1: {brokers: 3, controllers: 1}
+    dc2: {brokres: 3, controllers: 1}
+""", 4, "stretch.dcs.dc2.brokres", "unknown key (did you mean 'brokers'?)"),
+    Broken("mistyped-key-in-a-flow", TWO + """\
+flows:
+  f: {source: a, target: b, exlude: ["_.*"]}
+""", 5, "flows.f.exlude", "unknown key (did you mean 'exclude'?)"),
     Broken("wrong-type", """\
 clusters:
   a:
@@ -196,13 +216,27 @@ clusters:
   a:
     bootstrap: 127.0.0.1:9092
     local: {heap_mb: 64}
-""", 4, "clusters.a.local.heap_mb", "greater than or equal to 128"),
+""", 4, "clusters.a.local.heap_mb", "greater than or equal to 256"),
+    # 128 MiB: the broker's log cleaner takes 128 MiB of heap at start, so the JVM dies there
+    Broken("heap-that-the-log-cleaner-fills", """\
+clusters:
+  a:
+    bootstrap: 127.0.0.1:9092
+    local: {heap_mb: 255}
+""", 4, "clusters.a.local.heap_mb", "greater than or equal to 256"),
     Broken("cluster-name-with-space", """\
 clusters:
   new york: {bootstrap: "h:9092"}
 """, 2, "clusters.new york", "should match pattern"),
     Broken("clusters-is-a-list", "clusters: [a, b]\n", 1, "clusters", "valid dictionary"),
     Broken("missing-clusters", "flows: {}\n", 1, "clusters", "required key is missing"),
+    Broken("flows-without-clusters", "flows:\n  f: {source: a, target: b}\n", 1, "clusters",
+           "required key is missing: flows name their source and target clusters there"),
+    Broken("stretch-cluster-without-clusters", """\
+stretch:
+  cluster: main
+  dcs: {d: {brokers: 3, controllers: 1}}
+""", 2, "stretch.cluster", "'main' is not in clusters (known: none)"),
     Broken("duplicate-cluster-name", """\
 clusters:
   a: {bootstrap: "10.0.0.1:9092"}
@@ -254,6 +288,13 @@ def test_broken_topology_is_one_line_naming_file_line_and_key(tmp_path: Path, ca
     # Never chained to the pydantic/yaml exception: the user sees one line, not a traceback.
     error = caught.value
     assert error.__cause__ is None and (error.__context__ is None or error.__suppress_context__)
+
+
+def test_an_unknown_key_with_no_close_match_gets_no_suggestion(tmp_path: Path) -> None:
+    path = _write(tmp_path, TWO.replace('a: {bootstrap: "10.0.0.1:9092"}', 'a: {bootstrap: "10.0.0.1:9092", zzz: 1}'))
+    with pytest.raises(TopologyError) as caught:
+        load_topology(path)
+    assert str(caught.value) == f"{path}:2: clusters.a.zzz: unknown key"
 
 
 def test_every_problem_is_counted_but_only_the_first_is_shown(tmp_path: Path) -> None:

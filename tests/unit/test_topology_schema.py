@@ -86,8 +86,39 @@ def test_models_are_frozen() -> None:
 
 
 def test_stretch_acks_may_be_a_number() -> None:
-    topology = parse_topology("clusters: {}\nstretch: {dcs: {d: {brokers: 1, controllers: 1}}, topics: {acks: 1}}")
+    topology = parse_topology("clusters: {}\nstretch: {dcs: {d: {brokers: 1, controllers: 1}}, "
+                              "topics: {replication_factor: 1, min_insync_replicas: 1, acks: 1}}")
     assert topology.stretch is not None and topology.stretch.topics["default"].acks == "1"
+
+
+ONE_DC = "clusters: {}\nstretch:\n  dcs: {d: {brokers: 3, controllers: 1}}\n"
+
+
+@pytest.mark.parametrize("acks", ["-1", "'-1'", '"-1"', "all"])
+def test_stretch_acks_minus_one_is_kafkas_synonym_for_all(acks: str) -> None:
+    shorthand = parse_topology(ONE_DC + f"  topics: {{acks: {acks}}}\n")
+    assert shorthand.stretch is not None and shorthand.stretch.topics["default"].acks == "all"
+    named = parse_topology(ONE_DC + f"  topics: {{t: {{acks: {acks}}}}}\n")
+    assert named.stretch is not None and named.stretch.topics["t"].acks == "all"
+
+
+@pytest.mark.parametrize("acks", ["-2", "2", "true", "everyone"])
+def test_stretch_acks_other_values_are_refused(acks: str) -> None:
+    with pytest.raises(TopologyError, match=r"stretch\.topics\.default\.acks: "):
+        parse_topology(ONE_DC + f"  topics: {{acks: {acks}}}\n")
+
+
+def test_smallest_heap_is_accepted_and_the_drill_option_has_the_same_floor() -> None:
+    from click.testing import CliRunner
+
+    from geokafka.cli.main import cli
+    from geokafka.topology.schema import MIN_HEAP_MB
+
+    topology = parse_topology(f"clusters: {{a: {{bootstrap: '127.0.0.1:9092', local: {{heap_mb: {MIN_HEAP_MB}}}}}}}")
+    assert MIN_HEAP_MB == 256
+    assert topology.clusters["a"].local is not None and topology.clusters["a"].local.heap_mb == 256
+    result = CliRunner().invoke(cli, ["drill", "stretch", "--layout", "3dc", "--heap-mb", "128"])
+    assert result.exit_code == 2 and "128 is not in the range 256<=x<=4096" in result.output
 
 
 def test_the_repository_example_is_valid() -> None:
@@ -104,7 +135,7 @@ def test_ports_of_a_combined_cluster() -> None:
 
 def test_ports_with_explicit_port_and_controller_port() -> None:
     cluster = parse_topology(
-        "clusters: {a: {bootstrap: '127.0.0.1:9092', local: {brokers: 2, port: 7000, controller_port: 7500}}}"
+        "clusters: {a: {bootstrap: '127.0.0.1:7001', local: {brokers: 2, port: 7000, controller_port: 7500}}}"
     ).clusters["a"]
     assert broker_ports(cluster) == [7000, 7001]
     assert controller_ports(cluster) == [7500, 7501]
