@@ -83,14 +83,16 @@ class SecretRef(_Model):
 class Security(_Model):
     """How clients authenticate to a cluster (TLS and/or SASL)."""
 
-    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
-    username: str | None = None
+    protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="security.protocol of the cluster's client listener")
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        None, description="SASL mechanism (SASL_* protocols)")
+    username: str | None = Field(None, description="SASL user name (not a secret; the password is)")
     password: SecretRef | None = Field(None, description="SASL password, by reference only")
     ca_file: Path | None = Field(None, description="PEM CA bundle that signed the brokers' certificates")
     cert_file: Path | None = Field(None, description="client certificate (PEM), for mutual TLS")
     key_file: Path | None = Field(None, description="client private key (PEM), for mutual TLS")
-    key_password: SecretRef | None = None
+    key_password: SecretRef | None = Field(None, description="password of an encrypted key_file: {env: VAR} or {file: PATH}")
 
     @field_validator("password", "key_password", mode="before")
     @classmethod
@@ -203,8 +205,8 @@ class Transform(_Model):
 class Flow(_Model):
     """Asynchronous replication of topics from one cluster to another."""
 
-    source: Name
-    target: Name
+    source: Name = Field(description="cluster the flow reads from")
+    target: Name = Field(description="cluster the flow writes to (where its state lives)")
     topics: list[str] = Field(default_factory=lambda: [".*"], description="regexes of topics to replicate")
     exclude: list[str] = Field(default_factory=list, description="regexes of topics never to replicate")
     rename: Literal["prefix", "identity"] = Field("prefix", description="'<source>.<topic>' or the same name")
@@ -212,12 +214,13 @@ class Flow(_Model):
         ".", pattern=r"^[A-Za-z0-9._-]{1,3}$", description="separator of prefix naming (characters legal in topic names)"
     )
     groups: list[str] = Field(default_factory=list, description="regexes of consumer groups whose offsets follow")
-    exclude_groups: list[str] = Field(default_factory=list)
-    sync: list[SyncKind] = Field(default_factory=lambda: list[SyncKind](["configs", "partitions", "acls"]))
+    exclude_groups: list[str] = Field(default_factory=list, description="regexes of groups never synced, even if matched")
+    sync: list[SyncKind] = Field(default_factory=lambda: list[SyncKind](["configs", "partitions", "acls"]),
+                                 description="what follows the source besides records: configs, partitions, acls, group-offsets")
     sync_interval_s: float = Field(10.0, gt=0, le=3600, description="period of config/partition/offset sync")
     start: Literal["earliest", "latest"] = Field("earliest", description="where a never-replicated partition starts")
     skip_gaps: bool = Field(False, description="log and count truncated ranges instead of stopping")
-    transform: Transform | None = None
+    transform: Transform | None = Field(None, description="record filter and field masks, as Spark SQL")
 
     _regexes = field_validator("topics", "exclude", "groups", "exclude_groups")(_check_regexes)
 
@@ -251,20 +254,20 @@ class Pipeline(_Model):
 class StretchDC(_Model):
     """One data center of a stretched cluster."""
 
-    brokers: int = Field(0, ge=0, le=32)
-    controllers: int = Field(0, ge=0, le=9)
+    brokers: int = Field(0, ge=0, le=32, description="brokers in this DC")
+    controllers: int = Field(0, ge=0, le=9, description="KRaft controllers in this DC")
     observers: int = Field(0, ge=0, le=32, description="brokers holding asynchronous observer replicas")
 
 
 class StretchTopic(_Model):
     """Replication settings of one topic of a stretched cluster."""
 
-    partitions: int = Field(6, ge=1, le=10_000)
-    replication_factor: int = Field(3, ge=1, le=32)
-    min_insync_replicas: int = Field(2, ge=1, le=32)
+    partitions: int = Field(6, ge=1, le=10_000, description="partitions of the topic")
+    replication_factor: int = Field(3, ge=1, le=32, description="replicas per partition, spread over the DCs")
+    min_insync_replicas: int = Field(2, ge=1, le=32, description="min.insync.replicas of the topic")
     acks: Literal["all", "1", "0"] = Field("all", description=(
         "producers' acks: all (Kafka's synonym -1 is read as all), 1 or 0"))
-    unclean_leader_election: bool = False
+    unclean_leader_election: bool = Field(False, description="unclean.leader.election.enable (may lose acked records)")
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -346,9 +349,9 @@ class Topology(_Model):
 
     clusters: dict[Name, Cluster] = Field(default_factory=dict, description=(
         "the Kafka clusters by name; required unless the file only plans a stretched cluster (stretch:)"))
-    flows: dict[Name, Flow] = Field(default_factory=dict)
-    pipeline: Pipeline = Field(default_factory=Pipeline)
-    stretch: Stretch | None = None
+    flows: dict[Name, Flow] = Field(default_factory=dict, description="replication flows between the clusters")
+    pipeline: Pipeline = Field(default_factory=Pipeline, description="where and how flows run on Spark")
+    stretch: Stretch | None = Field(None, description="a stretched cluster to plan, drill and guard")
 
     def flow(self, name: str) -> Flow:
         """The flow called ``name``; a TopologyError naming the known flows otherwise."""

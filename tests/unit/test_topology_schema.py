@@ -212,3 +212,17 @@ def test_a_flow_is_found_by_name_or_named_among_the_known_ones() -> None:
     assert str(caught.value) == "unknown flow 'nyc-to-cloud' (known: atl-to-cloud, nyc-to-atl)"
     with pytest.raises(TopologyError, match=r"unknown flow 'f' \(known: none\)"):
         Topology(clusters={}).flow("f")
+
+
+def test_every_topology_field_has_a_description() -> None:
+    """The descriptions are the reference of the topology file (JSON schema, validate's errors): none may be missing."""
+    import inspect
+
+    import pydantic
+
+    from geokafka.topology import schema
+
+    missing = [f"{name}.{field}" for name, cls in inspect.getmembers(schema, inspect.isclass)
+               if issubclass(cls, pydantic.BaseModel) and cls.__module__ == schema.__name__
+               for field, info in cls.model_fields.items() if not info.description]
+    assert missing == []
