@@ -42,3 +42,8 @@ class ClusterActor:
                     admin.elect_leaders(ElectionType.PREFERRED, partitions).result(timeout=self.timeout_s)
         except (KafkaException, TimeoutError) as exc:
             raise_mapped(self.conn, what, exc)
+        finally:
+            # Destroyed here, in this thread: a client kept alive by the traceback's frames would be
+            # freed by a later garbage collection, which may run on a librdkafka thread (a future's
+            # callback), where destroying a client aborts the process.
+            del admin
