@@ -225,13 +225,17 @@ def metadata_writable(bootstrap: str, probe_topic: str, broker: int, timeout_s: 
 
     Without a KRaft quorum the controller cannot commit anything, so every attempt times out.
     Attempts repeat until the deadline, since a new active controller may still be being elected.
+    Each attempt uses a new client: librdkafka sends CreateTopics to the controller id of its
+    cached metadata, and a client that learned it right after the kill keeps a dead broker there
+    (a drill saw every attempt fail for 70 s while the guard's own new client changed a topic
+    config at 20 s).
     """
-    admin = AdminClient(quiet_client(bootstrap, "probe"))
     deadline = time.monotonic() + timeout_s
     attempts, last = 0, None
     while time.monotonic() < deadline:
         left = max(1.0, deadline - time.monotonic())
         attempts += 1
+        admin = AdminClient(quiet_client(bootstrap, "probe"))
         futures = admin.create_topics([NewTopic(probe_topic, 1, replica_assignment=[[broker]])],
                                       operation_timeout=min(3.0, left), request_timeout=min(4.0, left + 1))
         try:
