@@ -14,6 +14,8 @@ from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.monitoring.collect import StatusCollector, collect_status
 
 _JSON_HELP = "machine-readable output on stdout (same as the global --json)"
+UNHEALTHY_EXIT = 10
+"""Exit code of a one-shot `status` that shows a flow in error, down, or with an unreachable source or state."""
 
 
 @click.command()
@@ -36,6 +38,9 @@ def status(ctx: CliContext, flows: tuple[str, ...], watch: bool, interval: float
     so it works from any machine while `geokafka mirror` runs elsewhere. A `running` flow
     whose heartbeat is older than 30 s is shown as `down`. When a source is unreachable, the
     last known progress and the mirror's last observation of the source give the RPO.
+
+    Exits 10 when a flow is in error or down, or its source or state cannot be read (for
+    scripts and cron checks); 0 otherwise, including stopped and failed-over flows.
     """
     from geokafka.monitoring.metrics import render_metrics
     from geokafka.monitoring.status_render import render_report
@@ -48,6 +53,8 @@ def status(ctx: CliContext, flows: tuple[str, ...], watch: bool, interval: float
             sys.stdout.write(render_metrics(report))
             return
         ctx.emit(report.to_dict(), render_report(report))
+        if report.unhealthy():
+            click.get_current_context().exit(UNHEALTHY_EXIT)
         return
     _watch(ctx, StatusCollector(ctx.topology, names, state_timeout_s=timeout_s), interval, prometheus)
 

@@ -34,6 +34,8 @@ STALE_AFTER_S = 30.0
 """A ``running`` heartbeat older than this means the mirror died (it re-writes it every ~5 s)."""
 
 LIVE_STATES = ("running", "retrying", "starting")
+UNHEALTHY_STATES = ("error", "down", "source-unreachable", "state-unavailable")
+"""States a person has to look at: `status` exits non-zero when a flow shows one."""
 
 _ProbeResult = tuple[int, int | None] | None
 """(offset, timestamp ms) of the first committed record at/after ``next``; None: there is none."""
@@ -127,6 +129,10 @@ class StatusReport:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data."""
         return asdict(self)
+
+    def unhealthy(self) -> list[str]:
+        """Names of the flows in a state a person has to look at (:data:`UNHEALTHY_STATES`)."""
+        return [f.name for f in self.flows if f.state in UNHEALTHY_STATES]
 
 
 # -- pure decisions -------------------------------------------------------------------------
