@@ -121,7 +121,14 @@ def _verdict_advice(dc_verdicts: tuple[Verdict, ...]) -> list[Advice]:
         f"losing {' or '.join(stopped)} keeps every acked record (min.insync.replicas spans the DCs) but stops "
         f"acks=all writes until min.insync.replicas is lowered by hand. For automatic failover with RPO 0, "
         f"put brokers in a third DC (RF 3, min.isr 2) or add observers with automatic observer promotion "
-        f"(Confluent Server); lowering min.insync.replicas in advance trades RPO 0 away")]
+        f"(Confluent Server); lowering min.insync.replicas in advance trades RPO 0 away; `geokafka guard` "
+        f"lowers it automatically after the DC is confirmed lost and restores it when the DC is back"),
+        Advice(
+        "recommendation", "producer-request-timeout",
+        "producers: request.timeout.ms 10000 or less (delivery.timeout.ms long): an acks=all request the leader "
+        "accepted before the DC loss waits for its whole request timeout (30 s by default) even after "
+        "min.insync.replicas is lowered; measured in the guard drill: writes resumed 0.3-1 s after the change "
+        "with 10 s, 30-38 s after the loss with the default")]
 
 
 def _general_advice(layout: Layout, topics: tuple[TopicPlacement, ...]) -> list[Advice]:

@@ -25,6 +25,13 @@ def test_default_layout_consistency_vs_availability_and_fetch_from_follower() ->
     assert "acked-data-in-one-dc" not in found and "quorum-depends-on-dc" not in found
 
 
+def test_writes_stopped_by_a_dc_loss_advise_a_short_producer_request_timeout() -> None:
+    found = codes(PRESETS["2.5dc"])
+    assert "request.timeout.ms 10000" in found["producer-request-timeout"][0]
+    assert "geokafka guard" in found["consistency-vs-availability"][0]
+    assert "producer-request-timeout" not in codes(PRESETS["3dc"])  # no DC loss stops writes there
+
+
 def test_min_isr_not_above_one_dcs_replicas_means_acked_data_in_one_dc() -> None:
     dcs = PRESETS["2.5dc"].dcs
     found = codes(one_topic(dcs, replication_factor=4, min_insync_replicas=2))

@@ -36,7 +36,7 @@ from geokafka.drills.stretch.guarded import GuardThread as _GuardThread
 from geokafka.drills.stretch.guarded import dc_returns as _dc_returns
 from geokafka.drills.stretch.guarded import guard_report as _guard_report
 from geokafka.drills.stretch.timeline import write_json, write_png
-from geokafka.drills.stretch.traffic import AckLog, LiveConsumer, PacedProducer, read_back
+from geokafka.drills.stretch.traffic import PRODUCER_REQUEST_TIMEOUT_MS, AckLog, LiveConsumer, PacedProducer, read_back
 from geokafka.errors import ClusterUnreachableError, DrillFailedError, TopologyError
 from geokafka.planning.plan import StretchPlan, plan_stretch, verdict_dict
 from geokafka.planning.verdicts import Verdict
@@ -62,6 +62,8 @@ class StretchDrillOptions:
     recover: bool = False
     recover_timeout_s: float = 45.0
     start_timeout_s: float = 180.0
+    producer_request_timeout_ms: int = PRODUCER_REQUEST_TIMEOUT_MS
+    """request.timeout.ms of the drill's producers (Kafka's default is 30 000; see the planner's advice)."""
     guard_grace_s: float | None = None
     """Run `geokafka guard` (with this grace period) through the drill instead of manual steps,
     then bring the DC back and watch the guard undo what it did."""
@@ -89,14 +91,15 @@ class _Traffic:
     """The producers (one per acks setting) and the live consumer, pumped by the drill's loop."""
 
     def __init__(self, plan: StretchPlan, cluster: sc.DrillCluster, rack: str, consumer_bootstrap: str,
-                 rate: float) -> None:
+                 rate: float, request_timeout_ms: int = PRODUCER_REQUEST_TIMEOUT_MS) -> None:
         self.partitions: list[TopicPartitionKey] = [(t.name, p.partition) for t in plan.topics for p in t.partitions]
         self.log = AckLog(t0=time.monotonic())
         groups: dict[str, list[TopicPartitionKey]] = {}
         for t in plan.topics:
             groups.setdefault(t.config.acks, []).extend((t.name, p.partition) for p in t.partitions)
         self.producers = [
-            PacedProducer(cluster.spec.bootstrap, acks, parts, rate * len(parts) / len(self.partitions), self.log)
+            PacedProducer(cluster.spec.bootstrap, acks, parts, rate * len(parts) / len(self.partitions), self.log,
+                          request_timeout_ms)
             for acks, parts in groups.items()
         ]
         self.consumer = LiveConsumer(consumer_bootstrap, rack, self.partitions, self.log.t0)
@@ -177,7 +180,8 @@ def run_stretch_drill(
         sc.fresh_start(cluster, opts.start_timeout_s)
         sc.create_topics(cluster, plan.topics)
         on_event(f"cluster up, topics created with the planned assignment; producing {opts.rate:.0f} records/s")
-        traffic = _Traffic(plan, cluster, rack, cluster.bootstrap_outside(dc) or cluster.spec.bootstrap, opts.rate)
+        traffic = _Traffic(plan, cluster, rack, cluster.bootstrap_outside(dc) or cluster.spec.bootstrap, opts.rate,
+                           opts.producer_request_timeout_ms)
         t0 = traffic.log.t0
         traffic.pump(t0 + 30, on_tick, stop=lambda: bool(traffic.log.acked))  # connections, producer id
         if not traffic.log.acked:
@@ -381,7 +385,8 @@ def _report(opts: StretchDrillOptions, plan: StretchPlan, verdict: Verdict, clus
         "lost_dc": dc,
         "started_at": started.isoformat(),
         "options": {"kill_after_s": opts.kill_after_s, "observe_s": opts.observe_s, "rate": opts.rate,
-                    "heap_mb": opts.heap_mb, "recover": opts.recover},
+                    "heap_mb": opts.heap_mb, "recover": opts.recover,
+                    "producer_request_timeout_ms": opts.producer_request_timeout_ms},
         "nodes": [
             {"id": n.node_id, "dc": cluster.dc_of[n.node_id],
              "roles": [r for r, on in (("broker", n.is_broker), ("controller", n.is_controller)) if on],
