@@ -99,6 +99,7 @@ def verdict_dict(v: Verdict) -> dict[str, Any]:
         "partitions": len(v.outcomes),
         "rpo_zero": v.rpo_zero,
         "rto_zero": v.rto_zero,
+        "leader_stall_s": None if v.leader_stall_s is None else list(v.leader_stall_s),
         "manual_action": bool(v.steps),
         "reasons": list(v.reasons),
         "steps": list(v.steps),

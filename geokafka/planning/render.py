@@ -20,7 +20,15 @@ _WRITES = {
     "manual": "stop: manual steps",
     "outage": "outage",
 }
-_RTO = {"uninterrupted": "0", "automatic": "≈ 0 (auto)", "manual": "> 0 (manual)", "outage": "> 0 (outage)"}
+_RTO = {"uninterrupted": "0", "automatic": "0 (auto)", "manual": "> 0 (manual)", "outage": "> 0 (outage)"}
+
+
+def _rto(v: Verdict) -> str:
+    """The RTO cell: a stall of the partitions led in the lost set shows as such, never as 0."""
+    stall = v.leader_stall_s
+    if stall is None:
+        return _RTO[v.writes]
+    return f"stall {stall[0]:.0f}-{stall[1]:.0f} s (auto)"
 
 
 def _ids(ids: tuple[int, ...]) -> str:
@@ -108,7 +116,7 @@ def _verdict_row(table: Table, label: str, v: Verdict) -> None:
     rto_style = "green" if v.rto_zero else "red"
     table.add_row(
         label, Text(quorum, style="green" if v.quorum_survives else "red"), _WRITES[v.writes],
-        f"{v.writable_partitions}/{len(v.outcomes)}", rpo, Text(_RTO[v.writes], style=rto_style),
+        f"{v.writable_partitions}/{len(v.outcomes)}", rpo, Text(_rto(v), style=rto_style),
         f"{len(v.steps)} steps" if v.steps else "none",
     )
 

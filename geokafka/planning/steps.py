@@ -63,14 +63,16 @@ def failover_steps(layout: Layout, verdict: Verdict) -> tuple[str, ...]:
     for topic_name, left in sorted(below.items()):
         m = layout.topics[topic_name].min_insync_replicas
         steps.append(
-            f"Lower min.insync.replicas of {topic_name} from {m} to {left} (kafka-configs --alter --entity-type "
-            f"topics --entity-name {topic_name} --add-config min.insync.replicas={left}): until failback, acked "
-            f"records live outside {failure.name} only."
+            f"Lower min.insync.replicas of {topic_name} from {m} to {left} (kafka-configs --bootstrap-server "
+            f"<a broker outside {failure.name}> --alter --entity-type topics --entity-name {topic_name} "
+            f"--add-config min.insync.replicas={left}): until failback, acked records live outside {failure.name} "
+            f"only."
         )
     if any(not o.rpo_zero and o.affected and not o.offline for o in verdict.outcomes) and steps:
         steps.append(
             "Only if a partition stays leaderless because its ISR held only replicas in "
-            f"{failure.name}: kafka-leader-election --election-type UNCLEAN for it. This loses the records "
+            f"{failure.name}: kafka-leader-election --bootstrap-server <a broker outside {failure.name}> "
+            "--election-type UNCLEAN --topic <topic> --partition <partition>. This loses the records "
             "that only the lost replicas had."
         )
     if steps and not all(o.offline for o in verdict.outcomes if o.affected):
@@ -102,15 +104,18 @@ def failback_steps(layout: Layout, verdict: Verdict) -> tuple[str, ...]:
     if failure.brokers:
         steps.append(
             f"Start brokers {_ids(sorted(failure.brokers))} again and wait until they are back in every ISR "
-            f"(kafka-topics --describe --under-replicated-partitions prints nothing)."
+            f"(kafka-topics --bootstrap-server <bootstrap> --describe --under-replicated-partitions prints nothing)."
         )
     lowered = any(step.startswith("Lower min.insync.replicas") for step in verdict.steps)
     if lowered:
         for name, topic in layout.topics.items():
-            steps.append(f"Restore min.insync.replicas of {name} to {topic.min_insync_replicas}.")
+            steps.append(f"Restore min.insync.replicas of {name} to {topic.min_insync_replicas} (kafka-configs "
+                         f"--bootstrap-server <bootstrap> --alter --entity-type topics --entity-name {name} "
+                         f"--add-config min.insync.replicas={topic.min_insync_replicas}).")
     if failure.brokers:
         steps.append(
-            "Move leadership back: kafka-leader-election --election-type PREFERRED --all-topic-partitions "
+            "Move leadership back: kafka-leader-election --bootstrap-server <bootstrap> --election-type PREFERRED "
+            "--all-topic-partitions "
             "(kafka-reassign-partitions with the plan's assignment if replicas were moved)."
         )
     return tuple(steps)

@@ -42,6 +42,9 @@ from geokafka.topology.schema import StretchTopic
 
 FailureKind = Literal["dc", "broker", "controller"]
 Writes = Literal["uninterrupted", "automatic", "manual", "outage"]
+
+LEADER_STALL_S = (9.0, 15.0)
+"""Expected stop of a partition whose leader is lost: the broker session time-out, then the election."""
 """How writes fare: never stop; stop until the controller reacts; need manual steps; cannot be restored
 without the lost DC (no surviving replica)."""
 
@@ -112,6 +115,18 @@ class Verdict:
     def rto_zero(self) -> bool:
         """True if writes continue, or resume without anyone doing anything."""
         return self.writes in ("uninterrupted", "automatic")
+
+    @property
+    def leader_stall_s(self) -> tuple[float, float] | None:
+        """How long partitions led in the lost set stop, when writes come back by themselves.
+
+        A lost leader is replaced once the controller fences its broker (broker.session.timeout.ms,
+        9 s by default) and elects a new one; the 3-DC drill measured 12-14 s. None when no
+        partition loses its leader, or when writes need a person (RTO > 0).
+        """
+        if not self.rto_zero or not any(o.leader_lost for o in self.outcomes):
+            return None
+        return LEADER_STALL_S
 
     @property
     def writable_partitions(self) -> int:

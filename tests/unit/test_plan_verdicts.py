@@ -194,3 +194,27 @@ def test_json_shape() -> None:
     assert dc1["rpo_zero"] is True and dc1["rto_zero"] is False and dc1["manual_action"] is True
     assert data["quorum"]["majority"] == 2
     assert len(data["reassignment"]["partitions"]) == 6
+
+
+def test_a_lost_leader_shows_a_stall_not_an_rto_of_zero() -> None:
+    from rich.console import Console
+
+    from geokafka.planning.render import plan_renderable
+
+    plan = plan_stretch(PRESETS["3dc"])
+    dc1 = plan.verdict_for_dc("dc1")
+    assert dc1.rto_zero and dc1.leader_stall_s == (9.0, 15.0)  # leaders in dc1 wait for fencing + election
+    console = Console(width=200, record=True)
+    console.print(plan_renderable(plan))
+    text = console.export_text()
+    assert "stall 9-15 s (auto)" in text and "≈ 0" not in text
+    manual = plan_stretch(PRESETS["2.5dc"]).verdict_for_dc("dc1")
+    assert manual.leader_stall_s is None  # a person acts: the RTO is the manual steps', not a stall
+
+
+def test_printed_commands_name_a_bootstrap_server_and_the_topic() -> None:
+    plan = plan_stretch(PRESETS["2.5dc"])
+    steps = plan.verdict_for_dc("dc1").steps + plan.verdict_for_dc("dc1").failback
+    commands = [s for s in steps if "kafka-configs" in s or "kafka-leader-election" in s or "kafka-topics" in s]
+    assert commands and all("--bootstrap-server" in s for s in commands)
+    assert any("--entity-name orders" in s for s in commands)
