@@ -1,11 +1,16 @@
 """Target topics: created like their source before data arrives, and kept in step.
 
 Partition counts match (partition numbers are preserved), and topic configs are copied,
-except the few that describe the target cluster rather than the data.
+except the few that describe the target cluster rather than the data
+(:data:`NOT_REPLICATED_CONFIGS`) and those a flow's ``config_exclude`` names. The sync makes a
+target topic's other configs equal the source's: it sets what differs and removes overrides
+the source does not have.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from geokafka.control.admin import ClusterAdmin, TopicInfo
@@ -24,11 +29,24 @@ NOT_REPLICATED_CONFIGS = frozenset({
 FORCED_TARGET_CONFIGS = {"message.timestamp.type": "CreateTime"}
 
 
-def target_configs(source_configs: dict[str, str]) -> dict[str, str]:
+def _excluded(name: str, exclude: Sequence[str]) -> bool:
+    return name in NOT_REPLICATED_CONFIGS or any(re.fullmatch(pattern, name) for pattern in exclude)
+
+
+def target_configs(source_configs: dict[str, str], exclude: Sequence[str] = ()) -> dict[str, str]:
     """The configs a target topic gets from its source's configs."""
-    configs = {k: v for k, v in source_configs.items() if k not in NOT_REPLICATED_CONFIGS}
+    configs = {k: v for k, v in source_configs.items() if not _excluded(k, exclude)}
     configs.update(FORCED_TARGET_CONFIGS)
     return configs
+
+
+def config_changes(source_configs: dict[str, str], current: dict[str, str],
+                   exclude: Sequence[str] = ()) -> dict[str, str | None]:
+    """What the sync sets (value) or removes (None) on a target topic (pure)."""
+    wanted = target_configs(source_configs, exclude)
+    changes: dict[str, str | None] = {k: v for k, v in wanted.items() if current.get(k) != v}
+    changes.update({k: None for k in current if k not in wanted and not _excluded(k, exclude)})
+    return changes
 
 
 @dataclass(frozen=True)
@@ -41,7 +59,8 @@ class TopicPair:
 
 
 def ensure_target_topic(
-    source: ClusterAdmin, target: ClusterAdmin, source_topic: str, target_topic: str, grow: bool
+    source: ClusterAdmin, target: ClusterAdmin, source_topic: str, target_topic: str, grow: bool,
+    config_exclude: Sequence[str] = (),
 ) -> TopicPair:
     """Create the target topic like the source (or grow it); return the pair.
 
@@ -52,7 +71,7 @@ def ensure_target_topic(
     existing = target.topic_partitions().get(target_topic)
     if existing is None:
         rf = min(info.replication_factor, max(1, target.broker_count()), 3)
-        target.create_topic(target_topic, info.partitions, rf, target_configs(info.configs))
+        target.create_topic(target_topic, info.partitions, rf, target_configs(info.configs, config_exclude))
     elif existing < info.partitions:
         if not grow:
             raise PartitionMismatchError(
@@ -64,12 +83,10 @@ def ensure_target_topic(
     return TopicPair(source_topic, target_topic, info.partitions)
 
 
-def sync_topic_configs(source: ClusterAdmin, target: ClusterAdmin, pair: TopicPair) -> dict[str, str | None]:
+def sync_topic_configs(source: ClusterAdmin, target: ClusterAdmin, pair: TopicPair,
+                       config_exclude: Sequence[str] = ()) -> dict[str, str | None]:
     """Bring the target topic's configs in line with the source; return what changed."""
-    wanted = target_configs(source.topic_configs(pair.source))
-    current = target.topic_configs(pair.target)
-    changes: dict[str, str | None] = {k: v for k, v in wanted.items() if current.get(k) != v}
-    changes.update({k: None for k in current if k not in wanted and k not in NOT_REPLICATED_CONFIGS})
+    changes = config_changes(source.topic_configs(pair.source), target.topic_configs(pair.target), config_exclude)
     if changes:
         target.set_topic_configs(pair.target, changes)
     return changes

@@ -212,7 +212,7 @@ def _promote_preparation(topology: Topology, flow_name: str, source_admin: Clust
     pairs = flow_pairs(topology, flow_name, state)
     for pair in pairs:
         if "configs" in flow.sync:
-            sync_topic_configs(source_admin, target_admin, pair)
+            sync_topic_configs(source_admin, target_admin, pair, flow.config_exclude)
     if "acls" in flow.sync:
         policy = policy_for(flow)
         sync_topic_acls(source_admin, target_admin, [p.source for p in pairs],

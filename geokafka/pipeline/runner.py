@@ -357,7 +357,7 @@ class FlowRunner:
         grow = "partitions" in self.flow.sync
         return [
             ensure_target_topic(self.source_admin, self.target_admin, t,
-                                self.policy.remote_topic(self.flow.source, t), grow)
+                                self.policy.remote_topic(self.flow.source, t), grow, self.flow.config_exclude)
             for t in topics
         ]
 
@@ -384,7 +384,7 @@ class FlowRunner:
         try:
             if "configs" in self.flow.sync:
                 for pair in self._pairs:
-                    changed = sync_topic_configs(self.source_admin, self.target_admin, pair)
+                    changed = sync_topic_configs(self.source_admin, self.target_admin, pair, self.flow.config_exclude)
                     if changed:
                         log.info("flow %s: %s configs synced: %s", self.name, pair.target, sorted(changed))
             if "acls" in self.flow.sync:

@@ -217,12 +217,15 @@ class Flow(_Model):
     exclude_groups: list[str] = Field(default_factory=list, description="regexes of groups never synced, even if matched")
     sync: list[SyncKind] = Field(default_factory=lambda: list[SyncKind](["configs", "partitions", "acls"]),
                                  description="what follows the source besides records: configs, partitions, acls, group-offsets")
+    config_exclude: list[str] = Field(default_factory=list, description=(
+        "regexes (full match) of topic configs the config sync never sets or removes on the target, so target-only "
+        "overrides survive (MirrorMaker 2's config.properties.exclude)"))
     sync_interval_s: float = Field(10.0, gt=0, le=3600, description="period of config/partition/offset sync")
     start: Literal["earliest", "latest"] = Field("earliest", description="where a never-replicated partition starts")
     skip_gaps: bool = Field(False, description="log and count truncated ranges instead of stopping")
     transform: Transform | None = Field(None, description="record filter and field masks, as Spark SQL")
 
-    _regexes = field_validator("topics", "exclude", "groups", "exclude_groups")(_check_regexes)
+    _regexes = field_validator("topics", "exclude", "groups", "exclude_groups", "config_exclude")(_check_regexes)
 
     @model_validator(mode="after")
     def _not_self(self) -> Flow:
