@@ -41,6 +41,11 @@ def _layout_advice(layout: Layout, quorum: QuorumPlacement) -> list[Advice]:
         out.append(Advice("warning", "single-dc",
                           f"one DC ({layout.dcs[0].name}): node failures are covered, the loss of the DC is an "
                           f"outage; stretch over 3 DCs or replicate to another cluster (flows:)"))
+    elif len(broker_dcs) == 1:
+        out.append(Advice("warning", "brokers-in-one-dc",
+                          f"every broker is in {broker_dcs[0].name}: controllers elsewhere keep the metadata quorum, "
+                          f"but losing {broker_dcs[0].name} loses every replica (an outage, and the data unless its "
+                          f"disks come back); put brokers in a second DC"))
     if quorum.size == 1:
         out.append(Advice("warning", "single-voter", "one KRaft controller: losing it freezes all metadata"))
     elif quorum.size % 2 == 0:

@@ -78,3 +78,14 @@ def test_three_dcs_has_no_warning() -> None:
 def test_warnings_come_first() -> None:
     levels = [a.level for a in plan_stretch(PRESETS["2dc"]).advice]
     assert levels == sorted(levels, key=lambda level: level != "warning")
+
+
+def test_all_brokers_in_one_dc_is_a_warning_even_with_controllers_spread() -> None:
+    from geokafka.topology.schema import Stretch, StretchDC, StretchTopic
+
+    stretch = Stretch(dcs={"a": StretchDC(brokers=3, controllers=1), "b": StretchDC(controllers=1),
+                           "c": StretchDC(controllers=1)},
+                      topics={"t": StretchTopic(partitions=3, replication_factor=3, min_insync_replicas=2)})
+    found = codes(stretch)
+    assert "brokers-in-one-dc" in found and "every broker is in a" in found["brokers-in-one-dc"][0]
+    assert "brokers-in-one-dc" not in codes(PRESETS["3dc"]) and "brokers-in-one-dc" not in codes(PRESETS["1dc"])
