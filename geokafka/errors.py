@@ -21,6 +21,8 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
 
 from __future__ import annotations
 
+import re
+
 
 class GeokafkaError(Exception):
     """Root of all geokafka errors; ``str(err)`` is the one line shown to the user.
@@ -113,3 +115,12 @@ class PartitionMismatchError(GeokafkaError):
     """A target topic has fewer partitions than its source and may not be grown."""
 
     exit_code = 12
+
+
+def refusal_reason(text: str) -> str:
+    """librdkafka's refusal text without the broker address and timing around it.
+
+    ``sasl_ssl://h:p/bootstrap: SASL authentication error: ... (after 436ms in state AUTH_REQ)``
+    """
+    text = re.sub(r"^\w+://[^ ]+?: ", "", text)
+    return re.sub(r" \(after \d+ms in state \w+\)$", "", text)

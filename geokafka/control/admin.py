@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import threading
 import time
 import weakref
@@ -22,7 +21,14 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
 from geokafka.control.connection import ClusterConnection
-from geokafka.errors import AuthError, ClusterUnreachableError, GeokafkaError, KafkaOperationError, MissingTopicError
+from geokafka.errors import (
+    AuthError,
+    ClusterUnreachableError,
+    GeokafkaError,
+    KafkaOperationError,
+    MissingTopicError,
+    refusal_reason,
+)
 
 _SILENT = logging.getLogger("geokafka.librdkafka")
 _SILENT.addHandler(logging.NullHandler())
@@ -120,15 +126,6 @@ def _refusal_recorder(conn: ClusterConnection) -> Callable[[KafkaError], None]:
             _refusals[key] = refusal_reason(err.str())
 
     return on_error
-
-
-def refusal_reason(text: str) -> str:
-    """librdkafka's refusal text without the broker address and timing around it.
-
-    ``sasl_ssl://h:p/bootstrap: SASL authentication error: ... (after 436ms in state AUTH_REQ)``
-    """
-    text = re.sub(r"^\w+://[^ ]+?: ", "", text)
-    return re.sub(r" \(after \d+ms in state \w+\)$", "", text)
 
 
 def _security_settings_refused(conn: ClusterConnection) -> bool:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from geokafka.artifacts import jars
-from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError
+from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError, refusal_reason
 from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
 from geokafka.infra.processes import running_pid, signal_process, start_process, stop_process, stop_processes
 
@@ -272,7 +272,6 @@ def wait_until_ready(spec: LocalClusterSpec, timeout_s: float, auth: BrokerAuth 
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient  # local import: keeps `geokafka --help` fast
 
-    from geokafka.control.admin import refusal_reason
 
     if auth is None:
         auth = broker_auth(spec.security, spec.home, spec.name)
