@@ -17,6 +17,8 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     │   └── FlowFailedOverError    the flow was failed over: a mirror must not replicate it
     ├── DrillFailedError (11)      a drill saw reality disagree with the plan
     └── PartitionMismatchError (12) a target topic has fewer partitions than its source
+
+Exit codes from 20 on are not errors but answers: `geokafka status` exits 20 when a flow needs a person.
 """
 
 from __future__ import annotations

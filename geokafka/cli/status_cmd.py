@@ -14,7 +14,7 @@ from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.monitoring.collect import StatusCollector, collect_status
 
 _JSON_HELP = "machine-readable output on stdout (same as the global --json)"
-UNHEALTHY_EXIT = 10
+UNHEALTHY_EXIT = 20
 """Exit code of a one-shot `status` that shows a flow in error, down, or with an unreachable source or state."""
 
 
@@ -39,7 +39,7 @@ def status(ctx: CliContext, flows: tuple[str, ...], watch: bool, interval: float
     whose heartbeat is older than 30 s is shown as `down`. When a source is unreachable, the
     last known progress and the mirror's last observation of the source give the RPO.
 
-    Exits 10 when a flow is in error or down, or its source or state cannot be read (for
+    Exits 20 when a flow is in error or down, or its source or state cannot be read (for
     scripts and cron checks); 0 otherwise, including stopped and failed-over flows.
     """
     from geokafka.monitoring.metrics import render_metrics

@@ -126,7 +126,7 @@ def test_cli_error_lines_and_json_are_redacted(
     monkeypatch.setattr("geokafka.cli.status_cmd.collect_status", status_with_a_secret)
     result = CliRunner().invoke(cli, ["-f", str(path), "status", "--json", "--sample", "0"],
                                 env={"GK_REDACT_PW": SECRET})
-    assert result.exit_code == 10, result.output  # a flow in error: scripts need a non-zero exit
+    assert result.exit_code == 20, result.output  # a flow in error: scripts need a non-zero exit
     assert SECRET not in result.stdout and JAAS_FORM not in result.stdout
     data = json.loads(result.stdout)
     assert data["flows"][0]["reason"] == f"raw reason {REDACTED}"

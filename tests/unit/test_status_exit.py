@@ -22,7 +22,7 @@ flows:
 
 @pytest.mark.parametrize(("states", "code"), [
     (["running"], 0), (["running", "stopped", "failed-over", "not-started", "retrying"], 0),
-    (["running", "error"], 10), (["down"], 10), (["source-unreachable"], 10), (["state-unavailable"], 10),
+    (["running", "error"], 20), (["down"], 20), (["source-unreachable"], 20), (["state-unavailable"], 20),
 ])
 @pytest.mark.parametrize("as_json", [False, True])
 def test_exit_code_follows_the_worst_flow(states: list[str], code: int, as_json: bool, tmp_path: Path,
