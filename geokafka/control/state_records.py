@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, Self
 
 STATE_TOPIC = "__geokafka_state"
 
@@ -45,12 +45,33 @@ class StateRecord(Protocol):
     def encode(self) -> dict[str, Any]: ...
 
 
-R = TypeVar("R", bound="StateRecord")
 
 
 def flow_prefix(kind: str, flow: str) -> str:
     """Key prefix of the per-item records (``kind/<flow>/...``) of one flow."""
     return f"{kind}/{flow}/"
+
+
+class FlowRecord:
+    """A record a flow has one of: key ``<KIND>/<flow>``, decoded from its value alone."""
+
+    KIND: ClassVar[str]
+    flow: str
+
+    @classmethod
+    def key_of(cls, flow: str) -> str:
+        """Key of the flow's record of this kind."""
+        return f"{cls.KIND}/{flow}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow)
+
+    @classmethod
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
+        """From a value."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -87,7 +108,7 @@ class Progress:
 
 
 @dataclass(frozen=True)
-class Heartbeat:
+class Heartbeat(FlowRecord):
     """A flow's state as its mirror (or failover) last recorded it."""
 
     KIND: ClassVar[str] = "flow"
@@ -97,22 +118,12 @@ class Heartbeat:
     details: dict[str, Any] = field(default_factory=dict)
     """The mirror's counters and identity (written, bytes, restarts, host, pid, reason, ...)."""
 
-    @staticmethod
-    def key_of(flow: str) -> str:
-        """Key of a flow's heartbeat."""
-        return f"flow/{flow}"
-
-    @property
-    def key(self) -> str:
-        """Its key in the state topic."""
-        return self.key_of(self.flow)
-
     def encode(self) -> dict[str, Any]:
         """Its value."""
         return {**self.details, "state": self.state, "at_ms": self.at_ms}
 
     @classmethod
-    def decode(cls, flow: str, value: Mapping[str, Any]) -> Heartbeat:
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
         """From a value."""
         details = {k: v for k, v in value.items() if k not in ("state", "at_ms")}
         return cls(flow, str(value.get("state")), int(value.get("at_ms", 0)), details)
@@ -123,7 +134,7 @@ class Heartbeat:
 
 
 @dataclass(frozen=True)
-class SourceEnds:
+class SourceEnds(FlowRecord):
     """The mirror's last look at a flow's source end offsets."""
 
     KIND: ClassVar[str] = "ends"
@@ -136,16 +147,6 @@ class SourceEnds:
     failed_at_ms: int | None = None
     """When a later look failed (the source did not answer), if one did."""
 
-    @staticmethod
-    def key_of(flow: str) -> str:
-        """Key of a flow's last source observation."""
-        return f"ends/{flow}"
-
-    @property
-    def key(self) -> str:
-        """Its key in the state topic."""
-        return self.key_of(self.flow)
-
     def encode(self) -> dict[str, Any]:
         """Its value."""
         value: dict[str, Any] = {"at_ms": self.at_ms, "ends": self.ends}
@@ -156,7 +157,7 @@ class SourceEnds:
         return value
 
     @classmethod
-    def decode(cls, flow: str, value: Mapping[str, Any]) -> SourceEnds:
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
         """From a value."""
         rate = value.get("peak_rate")
         failed = value.get("failed_at_ms")
@@ -165,7 +166,7 @@ class SourceEnds:
 
 
 @dataclass(frozen=True)
-class Role:
+class Role(FlowRecord):
     """A flow's role as failover, promote and failback set it."""
 
     KIND: ClassVar[str] = "role"
@@ -176,57 +177,37 @@ class Role:
     at_ms: int
     details: dict[str, Any] = field(default_factory=dict)
 
-    @staticmethod
-    def key_of(flow: str) -> str:
-        """Key of a flow's role."""
-        return f"role/{flow}"
-
-    @property
-    def key(self) -> str:
-        """Its key in the state topic."""
-        return self.key_of(self.flow)
-
     def encode(self) -> dict[str, Any]:
         """Its value."""
         return {**self.details, "role": self.role, "at_ms": self.at_ms}
 
     @classmethod
-    def decode(cls, flow: str, value: Mapping[str, Any]) -> Role:
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
         """From a value."""
         details = {k: v for k, v in value.items() if k not in ("role", "at_ms")}
         return cls(flow, str(value.get("role", cls.ACTIVE)), int(value.get("at_ms", 0)), details)
 
 
 @dataclass(frozen=True)
-class FailoverRecord:
+class FailoverRecord(FlowRecord):
     """The report of a flow's last failover or promote."""
 
     KIND: ClassVar[str] = "report"
     flow: str
     report: dict[str, Any]
 
-    @staticmethod
-    def key_of(flow: str) -> str:
-        """Key of a flow's last failover report."""
-        return f"report/{flow}"
-
-    @property
-    def key(self) -> str:
-        """Its key in the state topic."""
-        return self.key_of(self.flow)
-
     def encode(self) -> dict[str, Any]:
         """Its value."""
         return dict(self.report)
 
     @classmethod
-    def decode(cls, flow: str, value: Mapping[str, Any]) -> FailoverRecord:
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
         """From a value."""
         return cls(flow, dict(value))
 
 
 @dataclass(frozen=True)
-class HeldGroups:
+class HeldGroups(FlowRecord):
     """Groups in use on the target whose offsets there the sync leaves alone."""
 
     KIND: ClassVar[str] = "held-groups"
@@ -235,22 +216,12 @@ class HeldGroups:
     held: list[dict[str, Any]]
     """``{"group", "topic", "partition", "reason"}`` per held target partition."""
 
-    @staticmethod
-    def key_of(flow: str) -> str:
-        """Key of a flow's held groups."""
-        return f"held-groups/{flow}"
-
-    @property
-    def key(self) -> str:
-        """Its key in the state topic."""
-        return self.key_of(self.flow)
-
     def encode(self) -> dict[str, Any]:
         """Its value."""
         return {"at_ms": self.at_ms, "held": self.held}
 
     @classmethod
-    def decode(cls, flow: str, value: Mapping[str, Any]) -> HeldGroups:
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
         """From a value."""
         return cls(flow, int(value.get("at_ms", 0)), list(value.get("held", [])))
 

@@ -12,7 +12,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
@@ -21,6 +21,7 @@ from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_records import (
     STATE_TOPIC,
     FailoverRecord,
+    FlowRecord,
     GroupCheckpoint,
     Heartbeat,
     HeldGroups,
@@ -39,6 +40,8 @@ _STATE_CONFIGS = {
     "segment.ms": "600000",
     "message.timestamp.type": "CreateTime",
 }
+
+F = TypeVar("F", bound=FlowRecord)
 
 
 @dataclass
@@ -68,10 +71,14 @@ class StateSnapshot:
         """Offset in the state topic the partition's progress was read at (None: no progress)."""
         return self.offsets.get(Progress.key_of(flow, topic, partition))
 
+    def record(self, kind: type[F], flow: str) -> F | None:
+        """The flow's record of ``kind`` (one per flow), None when there is none."""
+        value = self.values.get(kind.key_of(flow))
+        return None if value is None else kind.decode(flow, value)
+
     def heartbeat(self, flow: str) -> Heartbeat | None:
         """The flow's last recorded state."""
-        value = self.values.get(Heartbeat.key_of(flow))
-        return None if value is None else Heartbeat.decode(flow, value)
+        return self.record(Heartbeat, flow)
 
     def source_ends(self, flow: str) -> SourceEnds | None:
         """The mirror's last observation of the flow's source end offsets."""
@@ -80,18 +87,17 @@ class StateSnapshot:
 
     def role(self, flow: str) -> str:
         """``failed-over`` or ``active`` (the default: no failover recorded)."""
-        value = self.values.get(Role.key_of(flow))
-        return Role.ACTIVE if value is None else Role.decode(flow, value).role
+        role = self.record(Role, flow)
+        return Role.ACTIVE if role is None else role.role
 
     def failover_report(self, flow: str) -> dict[str, Any] | None:
         """The flow's last failover report, as recorded."""
-        value = self.values.get(FailoverRecord.key_of(flow))
-        return None if value is None else FailoverRecord.decode(flow, value).report
+        report = self.record(FailoverRecord, flow)
+        return None if report is None else report.report
 
     def held_groups(self, flow: str) -> HeldGroups | None:
         """Groups the flow's offset sync leaves alone on the target."""
-        value = self.values.get(HeldGroups.key_of(flow))
-        return None if value is None else HeldGroups.decode(flow, value)
+        return self.record(HeldGroups, flow)
 
     def checkpoints(self, flow: str) -> dict[str, GroupCheckpoint]:
         """group -> the flow's checkpoint of it."""
