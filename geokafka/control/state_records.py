@@ -45,8 +45,6 @@ class StateRecord(Protocol):
     def encode(self) -> dict[str, Any]: ...
 
 
-
-
 def flow_prefix(kind: str, flow: str) -> str:
     """Key prefix of the per-item records (``kind/<flow>/...``) of one flow."""
     return f"{kind}/{flow}/"
