@@ -20,7 +20,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
-from geokafka.control.connection import ClusterConnection
+from geokafka.control.connection import LIBRDKAFKA_LOG, ClusterConnection
 from geokafka.errors import (
     AuthError,
     ClusterUnreachableError,
@@ -30,9 +30,7 @@ from geokafka.errors import (
     refusal_reason,
 )
 
-_SILENT = logging.getLogger("geokafka.librdkafka")
-_SILENT.addHandler(logging.NullHandler())
-_SILENT.propagate = False
+_SILENT = LIBRDKAFKA_LOG
 
 def silent_logger() -> logging.Logger:
     """The logger librdkafka's own log lines go to: dropped (geokafka says what happened in its words)."""

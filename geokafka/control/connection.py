@@ -7,6 +7,7 @@ agree on addresses and security. Secrets are read from their env var or file her
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,10 @@ from geokafka.topology.ports import broker_ports
 from geokafka.topology.schema import Cluster, Pipeline, Topology
 
 _DEFAULT_STATE_DIR: Path = Pipeline.model_fields["state_dir"].default
+LIBRDKAFKA_LOG = logging.getLogger("geokafka.librdkafka")
+"""Where librdkafka's log lines go: nowhere (no handler, not propagated)."""
+LIBRDKAFKA_LOG.addHandler(logging.NullHandler())
+LIBRDKAFKA_LOG.propagate = False
 
 
 @dataclass(frozen=True)
@@ -29,12 +34,14 @@ class ClusterConnection:
     security: dict[str, str] = field(repr=False)  # may hold secrets: never in a repr or a log line
 
     def librdkafka(self, **extra: Any) -> dict[str, Any]:
-        """Settings for confluent-kafka clients (``extra`` wins); plain values, safe to pickle.
+        """Settings for confluent-kafka clients (``extra`` wins).
 
-        librdkafka's own log lines go to the ``geokafka.kafka`` logger in this process
-        (``logger`` cannot cross to Spark executors, so writers there log errors only).
+        librdkafka's own log lines go to the ``geokafka.librdkafka`` logger, which drops them:
+        a client library never prints to the console (a dead cluster would otherwise print a
+        ``Connect ... failed`` line per broker per second); geokafka says what happened itself.
         """
-        return {"bootstrap.servers": self.bootstrap, "log_level": 3, **self.security, **extra}
+        return {"bootstrap.servers": self.bootstrap, "log_level": 3, "logger": LIBRDKAFKA_LOG, **self.security,
+                **extra}
 
     def spark_options(self) -> dict[str, str]:
         """``kafka.*`` options for Spark's Kafka source (Java client names).

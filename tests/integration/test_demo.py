@@ -21,6 +21,11 @@ def test_demo_runs_and_prints_its_own_report(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
+    # no client library line reaches the console (librdkafka's look like "%3|1700000000.123|FAIL|rdkafka#...")
+    library_lines = [line for line in (proc.stdout + proc.stderr).splitlines()
+                     if re.match(r"^%\d\|", line) or "rdkafka#" in line or re.search(r"Connect to \S+ failed", line)
+                     or "incubator modules" in line or "Setting default log level" in line]  # the Spark JVM's
+    assert library_lines == [], library_lines[:5]
     report = json.loads(next(out.glob("demo-*.json")).read_text())
     assert next(out.glob("demo-*.png")).stat().st_size > 0
     text = proc.stdout
