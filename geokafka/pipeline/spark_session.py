@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from geokafka.artifacts.jars import sink_jar, spark_kafka_jars
 from geokafka.pipeline.class_archive import java_options
@@ -14,6 +17,9 @@ from geokafka.pipeline.class_archive import java_options
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+SPARK_LOG = logging.getLogger("geokafka.spark")
+"""The Spark JVM's stderr (its error log, JVM warnings, Python worker output), at info level:
+geokafka reports a flow's failure itself, once; ``--log-level info`` shows Spark's own lines."""
 _LOG4J = Path(__file__).with_name("spark-log4j2.properties")
 _DEFAULTS = {
     "spark.sql.shuffle.partitions": "4",
@@ -68,6 +74,31 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
     builder = builder.config("spark.executor.extraJavaOptions", log_conf)
     for key, value in {**_DEFAULTS, **(conf or {})}.items():
         builder = builder.config(key, value)
+    _start_context(builder)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _start_context(builder: SparkSession.Builder) -> None:
+    """Start the JVM with its stderr piped into :data:`SPARK_LOG`, unless a SparkContext runs already.
+
+    The JVM writes to stderr before any log configuration applies ("Using incubator modules",
+    printed for the ``--add-modules`` Spark's launcher always passes), so only a pipe keeps it
+    off the console.
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._active_spark_context is not None:
+            return
+    conf = SparkConf(loadDefaults=False).setAll(list(builder._options.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=_forward, args=(gateway.proc.stderr,), name="spark-stderr", daemon=True).start()
+    SparkContext(conf=conf, gateway=gateway)
+
+
+def _forward(stream: IO[bytes]) -> None:
+    for line in stream:
+        SPARK_LOG.info("spark: %s", line.decode(errors="replace").rstrip())
