@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -43,15 +44,36 @@ class _Group(click.Group):
     help="topology file, relative to the current directory  [default: ./geokafka.yaml, which must exist]",
 )
 @click.option("--json", "json_output", is_flag=True, help="machine-readable output on stdout")
+@click.option("--log-level", type=click.Choice(["error", "warning", "info", "debug"]), default="warning",
+              envvar="GEOKAFKA_LOG_LEVEL", help="geokafka's own log lines on stderr from this level on")
 @click.pass_context
-def cli(ctx: click.Context, file: Path | None, json_output: bool) -> None:
+def cli(ctx: click.Context, file: Path | None, json_output: bool, log_level: str) -> None:
     """geokafka: run Apache Kafka across data centers.
 
     Replicates topics between clusters on Spark, moves consumer groups exactly on failover,
     plans stretched clusters and drills disasters, all from one topology file.
     """
+    configure_logging(log_level)
     ctx.obj = CliContext(file=file if file is not None else DEFAULT_FILE, json_output=json_output,
                          file_given=file is not None)
+
+
+class _Redacting(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
+def configure_logging(level: str) -> None:
+    """geokafka's loggers write ``HH:MM:SS LEVEL message`` to stderr from ``level`` on (secrets redacted);
+    client libraries' own lines stay silent (see ``geokafka.librdkafka``)."""
+    root = logging.getLogger("geokafka")
+    for handler in [h for h in root.handlers if getattr(h, "geokafka_cli", False)]:
+        root.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Redacting("%(asctime)s %(levelname)s %(message)s", "%H:%M:%S"))
+    handler.geokafka_cli = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level.upper())
 
 
 def _register() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import click
 from rich.live import Live
 from rich.table import Table
@@ -18,6 +21,33 @@ def _table(runners: list[FlowRunner]) -> Table:
         table.add_row(r.name, r.status, str(len(r.progress)), f"{written:,}", f"{mb:,.1f}", str(r.restarts),
                       str(r.error or "")[:80])
     return table
+
+
+class LineProgress:
+    """Progress for a log or a pipe (not a terminal): one line per flow when its state changes,
+    and every ``every_s`` seconds while it runs."""
+
+    def __init__(self, write: Callable[[str], None], every_s: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._write, self._every_s, self._clock = write, every_s, clock
+        self._last: dict[str, tuple[str, float]] = {}
+
+    def __call__(self, runners: list[FlowRunner]) -> None:
+        now = self._clock()
+        for r in runners:
+            state, at = self._last.get(r.name, ("", float("-inf")))
+            if str(r.status) != state or now - at >= self._every_s:
+                self._last[r.name] = (str(r.status), now)
+                self._write(progress_line(r))
+
+
+def progress_line(r: FlowRunner) -> str:
+    """``flow f: running, 12,345 records, 12.3 MB, 12 partitions, 0 restarts[, last error: ...]``."""
+    written = sum(p.written for p in r.progress.values())
+    mb = sum(p.bytes for p in r.progress.values()) / 1e6
+    line = (f"flow {r.name}: {r.status}, {written:,} records, {mb:,.1f} MB, {len(r.progress)} partitions, "
+            f"{r.restarts} restarts")
+    return line + (f", last error: {str(r.error)[:200]}" if r.error else "")
 
 
 @click.command()
@@ -46,10 +76,17 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
       mismatches stop the flow with an error naming topic, partition and offsets
       (skip_gaps: true logs and counts gaps instead).
     - transform (optional): filter / key / value as Spark SQL expressions.
+    Progress: a live table on a terminal, one line per flow otherwise (on each state change and
+    every 10 s). Ctrl-C or SIGTERM stops every flow cleanly and prints the same summary.
     """
     runners: list[FlowRunner] = []
     if ctx.json_output:
         runners = _run(ctx, flows, duration, None)
+    elif not ctx.console.is_terminal:
+        runners = _run(ctx, flows, duration, LineProgress(lambda line: click.echo(line)))
+        click.echo("mirror stopped:")
+        for runner in runners:
+            click.echo(f"  {progress_line(runner)}")
     else:
         with Live(_table([]), console=ctx.console, refresh_per_second=2, transient=False) as live:
             runners = _run(ctx, flows, duration, lambda rs: live.update(_table(rs)))

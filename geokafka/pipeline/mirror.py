@@ -33,9 +33,7 @@ def mirror(
     for name in names:
         topology.flow(name)  # an unknown name fails here, before Spark starts
     stop = stop_event or threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
+    _stop_on_signals(stop)
     pipeline = topology.pipeline
     runners = [FlowRunner(None, topology, name) for name in names]
     deadline = None if duration_s is None else time.monotonic() + duration_s
@@ -48,6 +46,7 @@ def mirror(
         with ThreadPoolExecutor(max_workers=min(4, len(runners)) or 1, thread_name_prefix="prepare") as pool:
             prepared = [pool.submit(runner.try_prepare) for runner in runners]
             spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf)
+            _stop_on_signals(stop)  # PySpark's SparkContext put its own SIGINT handler in place of ours
             for future in prepared:
                 future.result()
         for runner in runners:
@@ -69,3 +68,10 @@ def mirror(
         if isinstance(first, GeokafkaError):
             raise first
     return runners
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    """Ctrl-C (SIGINT) and SIGTERM both stop the flows cleanly, so both end with the same summary."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
