@@ -1,8 +1,9 @@
 """Session fixtures: real local Kafka clusters and one shared SparkSession.
 
-Ports: east 21092-21094, west 22092, south 23092 (controllers +100): below the kernel's
-ephemeral range (32768-60999), so an outgoing connection can never hold one. Set
-GEOKAFKA_TEST_PORT_BASE (default 21000) to run two suites side by side.
+Ports: east 21092-21094, west 22092, south 23092 (controllers +100) in a run without workers or
+in pytest-xdist's worker gw0; gw1 and gw2 start their own clusters lower down (see
+``kafka_util.port_base``): below the kernel's ephemeral range (32768-60999), so an outgoing
+connection can never hold one. GEOKAFKA_TEST_PORT_BASE moves them (to run two suites side by side).
 west and south run an ACL authorizer with the (PLAINTEXT, ANONYMOUS) test clients as super
 user: everything is allowed as before, and ACLs for other principals can be stored and copied.
 """
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from kafka_util import port_base
 
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.infra.clusters import local_cluster_specs
@@ -52,7 +54,7 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def base_topology(state_dir: Path) -> Topology:
     """The test clusters, with no flows."""
-    base = int(os.environ.get("GEOKAFKA_TEST_PORT_BASE", "21000"))
+    base = port_base()
     text = TEST_TOPOLOGY.format(state_dir=state_dir, east=base + 92, west=base + 1092, south=base + 2092,
                                 authorizer=AUTHORIZER)
     return parse_topology(text, "tests/conftest.py")
@@ -114,7 +116,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     teardown: a full run once ended in SIGSEGV (exit 139) *after* printing "455 passed",
     while native Kafka clients still held by the session were being destroyed against
     clusters already stopped. Set GEOKAFKA_TEST_SOFT_EXIT=1 to see that teardown."""
-    if _EXIT_STATUS and os.environ.get("GEOKAFKA_TEST_SOFT_EXIT") != "1":
+    # not in a pytest-xdist worker: its last message to the controller may still be unsent
+    if _EXIT_STATUS and os.environ.get("GEOKAFKA_TEST_SOFT_EXIT") != "1" and "PYTEST_XDIST_WORKER" not in os.environ:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(_EXIT_STATUS[-1])

@@ -9,14 +9,13 @@ namespace ``gk-linkcut-<base>`` on 10.231.<base/100 mod 256>.0/24. Needs root.
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kafka_util import assert_same_records, create_topic, numbered_records, produce, read_all
+from kafka_util import assert_same_records, create_topic, numbered_records, port_base, produce, read_all
 from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
 
 from geokafka.control.admin import ClusterAdmin
@@ -37,7 +36,7 @@ def far_dc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[netns.Net
     ok, reason = netns.available()
     if not ok:
         pytest.skip(f"network namespaces unavailable: {reason}")
-    base = int(os.environ.get("GEOKAFKA_TEST_PORT_BASE", "21000"))
+    base = port_base()
     ns = netns.NetNamespace(f"gk-linkcut-{base}", (base // 100) % 256)
     spec = LocalClusterSpec(
         name="far", home=tmp_path_factory.mktemp("far-dc"), heap_mb=320, netns=ns.name, host=ns.ns_ip,

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from kafka_util import create_topic, produce, read_all
+from kafka_util import create_topic, port_base, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
 
 from geokafka.cli.main import cli
@@ -73,7 +73,7 @@ def sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Topology]:
     home = tmp_path_factory.mktemp("sasl-ssl")
     password_file = home / "sdst.password"
     password_file.write_text(DST_PASSWORD + "\n", encoding="utf-8")
-    base = int(os.environ.get("GEOKAFKA_TEST_PORT_BASE", "21000"))
+    base = port_base()
     text = TOPOLOGY.format(src=base + 5092, dst=base + 6092, env=SRC_ENV, dst_password_file=password_file,
                            state_dir=home / "state")
     topology = parse_topology(text, "tests/integration/test_sasl_ssl.py")
