@@ -126,6 +126,27 @@ def test_report_files(tmp_path: Path) -> None:
     assert png2.stat().st_size > 1000
 
 
+def test_timeline_labels_do_not_overlap_and_both_resume_markers_are_named() -> None:
+    import matplotlib.pyplot as plt
+
+    from geokafka.drills.stretch.timeline import timeline_figure
+
+    acked = [200] * 30 + [0] * 15 + [3000, 2500, 900, 700] + [200] * 20  # a backlog flushed over 4 s
+    fig = timeline_figure("t", acked, [190] * len(acked), 30.2, "kill dc2", 45.6, None, 44.1)
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        [ax] = fig.axes
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "first partition writable (+13.9 s)" in labels and "every partition writable (+15.4 s)" in labels
+        boxes = [t.get_window_extent(renderer) for t in ax.texts] + [ax.get_legend().get_window_extent(renderer)]
+        assert len(ax.texts) == 1  # one backlog label, not one per clipped second
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+        assert ax.title.get_window_extent(renderer).x1 <= fig.bbox.x1
+    finally:
+        plt.close(fig)
+
+
 def test_drill_refuses_observers_before_starting_anything(tmp_path: Path) -> None:
     import pytest
 

@@ -244,6 +244,7 @@ def run_stretch_drill(
                 f"{opts.return_timeout_s:.0f} s")), comparison.notes)
             report["agreement"]["agrees"] = False
             report["agreement"]["disagreements"] = list(comparison.disagreements)
+    first_acks = [p.resumed_after_s for p in obs.partitions if p.resumed_after_s is not None]
     stem = f"stretch-drill-{opts.layout_name}-{dc}-{started.strftime('%Y%m%dT%H%M%S')}"
     json_path, png_path = opts.out_dir / f"{stem}.json", opts.out_dir / f"{stem}.png"
     report["files"] = {"json": str(json_path), "png": str(png_path)}
@@ -255,7 +256,8 @@ def run_stretch_drill(
               f"{'plan agrees' if comparison.agrees else 'PLAN DISAGREES'}",
               report["timeline"]["acked_per_s"], report["timeline"]["consumed_per_s"],
               kill_time - t0, f"kill {dc}", None if m["rto_s"] is None else kill_time - t0 + m["rto_s"],
-              None if recovery_at is None else recovery_at - t0)
+              None if recovery_at is None else recovery_at - t0,
+              None if not first_acks else kill_time - t0 + min(first_acks))
     result = StretchDrillResult(report, json_path, png_path, comparison)
     if check:
         raise_on_disagreement(result)
