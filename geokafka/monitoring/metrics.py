@@ -7,6 +7,7 @@ geokafka_replication_lag_records            gauge   source end - replicated prog
 geokafka_replication_lag_seconds            gauge   age of the oldest unreplicated record
 geokafka_source_end_offset                  gauge   the source partition's end offset
 geokafka_replicated_offset                  gauge   next source offset to replicate (progress)
+geokafka_replication_lost_records           gauge   deleted at the source before being replicated
 geokafka_replicated_records_total           counter records written by the current mirror process
 geokafka_replicated_bytes_total             counter bytes written by the current mirror process
 geokafka_flow_up                            gauge   1 when the flow's mirror is running, else 0
@@ -50,6 +51,9 @@ class _ReportCollector:
                                   "Age of the oldest unreplicated record (0 when caught up)", labels=_PART)
         end = GaugeMetricFamily("geokafka_source_end_offset", "End offset of the source partition", labels=_PART)
         done = GaugeMetricFamily("geokafka_replicated_offset", "Next source offset to replicate", labels=_PART)
+        lost = GaugeMetricFamily("geokafka_replication_lost_records",
+                                 "Records deleted at the source (retention, deleteRecords) before they were replicated",
+                                 labels=_PART)
         written = CounterMetricFamily("geokafka_replicated_records",
                                       "Records written to the target by the flow's current mirror process",
                                       labels=["flow"])
@@ -71,7 +75,7 @@ class _ReportCollector:
             for part in flow.partitions:
                 labels = [flow.name, part.topic, str(part.partition)]
                 for family, value in ((lag, part.lag_records), (lag_s, part.lag_seconds),
-                                      (end, part.source_end), (done, part.replicated)):
+                                      (end, part.source_end), (done, part.replicated), (lost, part.lost_records)):
                     if value is not None:
                         family.add_metric(labels, float(value))
             if flow.written is not None:
@@ -90,7 +94,7 @@ class _ReportCollector:
                 rpo_s.add_metric([flow.name], flow.rpo.seconds)
             if flow.throughput is not None:
                 rate.add_metric([flow.name], flow.throughput.records_per_s)
-        yield from (lag, lag_s, end, done, written, nbytes, up, state, source_up, age, rpo, rpo_s, rate)
+        yield from (lag, lag_s, end, done, lost, written, nbytes, up, state, source_up, age, rpo, rpo_s, rate)
         if self.report.guard is not None:
             yield from _guard_metrics(self.report.guard)
 

@@ -57,6 +57,9 @@ class PartitionStatus:
     resume_offset: int | None = None
     """Where replication continues: the progress, or where a never-replicated partition starts
     (log start with ``start: earliest``; unknown with ``latest``). Throughput counts from it."""
+    lost_records: int = 0
+    """Offsets between the progress and the source's log start: deleted at the source (retention,
+    deleteRecords) before they were replicated, so on no cluster any more (see :func:`lost_offsets`)."""
 
 
 @dataclass
@@ -81,6 +84,8 @@ class Rpo:
     note: str | None = None
     upper_records: int | None = None
     """With the source unreachable: at most this many (``records`` is then a lower bound)."""
+    lost_records: int = 0
+    """Already lost, failover or not: deleted at the source before they were replicated."""
 
 
 @dataclass
@@ -143,6 +148,14 @@ def raw_lag(end: int | None, next_offset: int | None) -> int | None:
     if end is None or next_offset is None:
         return None
     return max(0, end - next_offset)
+
+
+def lost_offsets(log_start: int | None, next_offset: int | None) -> int:
+    """Offsets deleted at the source before they were replicated: ``log_start - next`` when the
+    progress lies below the log start (may count transaction markers), else 0."""
+    if log_start is None or next_offset is None:
+        return 0
+    return max(0, log_start - next_offset)
 
 
 def partition_lag(
@@ -233,7 +246,8 @@ def flow_rpo(partitions: list[PartitionStatus], basis: str, observed_ms: int | N
                 f"end offsets{age}; records written after it are not counted")
     if any(lag is None for lag in lags):
         note = (note + "; " if note else "") + "some partitions have no known end offset"
-    return Rpo(records, seconds, basis, observed_ms, note)
+    lost = sum(p.lost_records for p in partitions)
+    return Rpo(records, seconds, basis, observed_ms, note, lost_records=lost)
 
 
 def mirror_details(record: dict[str, Any] | None) -> dict[str, Any]:

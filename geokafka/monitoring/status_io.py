@@ -14,7 +14,7 @@ from geokafka.control.selection import select_topics
 from geokafka.control.state_records import TopicPartitionKey
 from geokafka.control.state_store import StateSnapshot, state_store
 from geokafka.errors import GeokafkaError
-from geokafka.monitoring.status import PartitionStatus, observed_lag, partition_lag, raw_lag
+from geokafka.monitoring.status import PartitionStatus, lost_offsets, observed_lag, partition_lag, raw_lag
 from geokafka.topology.schema import Flow, Topology
 
 
@@ -155,7 +155,9 @@ def flow_partitions(
     except GeokafkaError as exc:
         observed_ms, ends = observed_ends(state, name)
         rows = []
-        for topic, partition in sorted(set(ends) | set(progress)):
+        # the mirror's last observation lists the partitions the source had then: progress of
+        # topics deleted (or deselected) before it is history, not lag
+        for topic, partition in sorted(set(ends) if ends else set(progress)):
             next_offset, last_ms = progress.get((topic, partition), (None, None))
             end = ends.get((topic, partition))
             if next_offset is None and end is not None:
@@ -179,12 +181,13 @@ def flow_partitions(
     probes = first_committed(admin, lagging, io.source_timeout_s)
     now_ms = int(time.time() * 1000)
     rows = []
-    for tp in sorted(set(offsets) | set(progress)):
+    for tp in sorted(offsets):  # progress of a partition the source no longer has (topic deleted) is history
         topic, partition = tp
         next_offset, last_ms = progress.get(tp, (None, None))
-        end = offsets[tp][1] if tp in offsets else None
+        low, end = offsets[tp]
         probe = probes.get(tp, "unknown") if tp in lagging else None
-        lag, seconds = partition_lag(end, effective.get(tp, next_offset), probe, now_ms)
+        lag, seconds = partition_lag(end, effective[tp], probe, now_ms)
         rows.append(PartitionStatus(topic, partition, policy.remote_topic(flow.source, topic), end,
-                                    next_offset, lag, seconds, last_ms, resume_offset=resume.get(tp)))
+                                    next_offset, lag, seconds, last_ms, resume_offset=resume.get(tp),
+                                    lost_records=lost_offsets(low, next_offset)))
     return rows, None, None, now_ms

@@ -86,6 +86,9 @@ def headline(flow: FlowStatus) -> Text:
             text.append(f"; at most {most}", style=style)
     if rpo.note:
         text.append(f" ({rpo.note})", style="dim")
+    if rpo.lost_records:
+        text.append(f"\n  LOST: {fmt_count(rpo.lost_records)} records deleted at the source before they were "
+                    f"replicated (retention or deleteRecords); on no cluster any more", style="bold red")
     held = sorted({h["group"] for h in flow.held_groups})
     if held:
         text.append(f"\n  groups in use on {flow.target}, offsets not synced there: {', '.join(held)}", style="yellow")
@@ -111,15 +114,19 @@ def flow_table(flow: FlowStatus) -> Table:
     table.add_column("lag (records)", justify="right")
     table.add_column("lag (time)", justify="right")
     table.add_column("rec/s", justify="right")
+    lost = any(part.lost_records for part in flow.partitions)
+    if lost:
+        table.add_column("lost", justify="right", style="red")
     end_label = "source end" if flow.source_reachable else "last seen end"
     table.columns[2].header = end_label
     for part in flow.partitions:
         lag_style = "green" if part.lag_records == 0 else ("yellow" if part.lag_records else "")
-        table.add_row(
+        cells: list[str | Text] = [
             part.topic, str(part.partition), fmt_count(part.source_end), fmt_count(part.replicated),
             Text(fmt_count(part.lag_records), style=lag_style), fmt_seconds(part.lag_seconds),
             fmt_rate(part.records_per_s, ""),
-        )
+        ]
+        table.add_row(*cells, *([fmt_count(part.lost_records)] if lost else []))
     if not flow.partitions:
         table.add_row("(no topics)", "", "", "", "", "", "")
     return table

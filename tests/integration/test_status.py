@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 from kafka_util import create_topic, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
 from prometheus_client.parser import text_string_to_metric_families
@@ -221,3 +222,37 @@ def test_cli_status_json_and_prometheus(base_topology, east, west, unique, tmp_p
     run = subprocess.run([str(GEOKAFKA), "-f", str(path), "status", "nope"], capture_output=True, text=True,
                          timeout=120, check=False)
     assert run.returncode == 2 and "unknown flow 'nope'" in run.stderr
+
+
+def test_records_deleted_before_replication_are_lost_and_a_deleted_topic_leaves_the_report(
+        base_topology, east, west, unique):
+    topic, gone, flow = unique("orders"), unique("gone"), unique("lost")
+    for name in (topic, gone):
+        create_topic(east, name, partitions=1, rf=3)
+        produce(east, name, records(10, 1, age_s=0))
+    topology = with_flows(base_topology, **{flow: {"source": "east", "target": "west", "topics": [topic, gone]}})
+
+    def replicated() -> bool:
+        return sorted(state_store(west).read(timeout_s=20).progress(flow).values()) == [10, 10]
+
+    with running_mirror(topology):
+        wait_for(replicated, 120, "both topics replicated")
+    produce(east, topic, records(10, 1, age_s=0))  # offsets 10-19, never replicated: the mirror is stopped
+    admin = AdminClient(east.librdkafka())
+    for future in admin.delete_records([TopicPartition(topic, 0, 15)]).values():
+        future.result(30)  # 10-14 deleted at the source before the mirror saw them
+    for future in admin.delete_topics([gone], operation_timeout=30).values():
+        future.result(30)
+    wait_for(lambda: gone not in admin.list_topics(timeout=10).topics, 60, f"{gone} deleted")
+
+    report = collect_status(topology, [flow])
+    Console(width=130).print(render_report(report))  # shown by `pytest -rA`
+    status = report.flow(flow)
+    assert [(p.topic, p.replicated, p.source_end) for p in status.partitions] == [(topic, 10, 20)]  # no `gone`
+    [part] = status.partitions
+    assert (part.lost_records, part.lag_records) == (5, 5)
+    assert (status.rpo.records, status.rpo.lost_records) == (5, 5)
+    lost = {s.labels["topic"]: s.value
+            for s in next(f for f in text_string_to_metric_families(render_metrics(report))
+                          if f.name == "geokafka_replication_lost_records").samples}
+    assert lost == {topic: 5.0}

@@ -8,6 +8,7 @@ from geokafka.monitoring.status import (
     PartitionStatus,
     flow_rpo,
     headline_state,
+    lost_offsets,
     mirror_details,
     observed_lag,
     partition_lag,
@@ -120,3 +121,16 @@ def test_rpo_from_last_observation_says_so():
     rpo = flow_rpo([part(4, 9.0)], "last-observed", NOW)
     assert rpo.records == 4 and rpo.observed_ms == NOW
     assert rpo.note and "last observation" in rpo.note
+
+
+@pytest.mark.parametrize(("log_start", "nxt", "want"), [(100, 40, 60), (100, 100, 0), (100, 140, 0),
+                                                        (None, 40, 0), (100, None, 0)])
+def test_lost_offsets_are_those_below_the_log_start_never_replicated(log_start, nxt, want):
+    assert lost_offsets(log_start, nxt) == want
+
+
+def test_rpo_carries_records_already_lost_beside_what_a_failover_would_lose():
+    deleted = part(0, 0.0)
+    deleted.lost_records = 60
+    rpo = flow_rpo([deleted, part(5, 2.0, 1)], "live")
+    assert (rpo.records, rpo.lost_records) == (5, 60)

@@ -49,3 +49,14 @@ def test_json_shape_is_plain_data():
 
 def test_seconds_format():
     assert [fmt_seconds(v) for v in (None, 0, 3.44, 125, 3725)] == ["-", "0 s", "3.4 s", "2m05s", "1h02m"]
+
+
+def test_records_lost_at_the_source_are_shown_per_partition_and_for_the_flow():
+    flow = FlowStatus(
+        "f", "east", "west", "error", "error", reason="gap at orders/0: progress 40, log start 100",
+        partitions=[PartitionStatus("orders", 0, "orders", 150, 40, 50, 9.0, lost_records=60)],
+        rpo=Rpo(50, 9.0, "live", lost_records=60),
+    )
+    text = text_of(StatusReport(0, [flow]))
+    assert "LOST: 60 records deleted at the source before they were replicated" in text
+    assert "lost" in text.splitlines()[[i for i, line in enumerate(text.splitlines()) if "topic" in line][0]]
