@@ -103,6 +103,20 @@ def unique() -> Callable[[str], str]:
     return lambda prefix: f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files with a ``slow`` test first, then the other integration tests, unit tests last: with
+    parallel workers (``--dist loadfile`` hands out whole files in this order) the longest work
+    starts first and the short files fill the end, so no worker runs a long file alone at the end."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+
+    def rank(item: pytest.Item) -> int:
+        if item.path in slow_files:
+            return 0
+        return 1 if item.get_closest_marker("integration") else 2
+
+    items.sort(key=rank)  # stable: each file keeps its own order
+
+
 _EXIT_STATUS: list[int] = []
 
 

@@ -18,7 +18,7 @@ from geokafka.failover.failback import failback
 from geokafka.failover.failover import failover
 from geokafka.infra.local_cluster import kill_node, start_cluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def _consume_and_commit(conn, topic: str, group: str, count: int) -> list:

@@ -27,7 +27,7 @@ from confluent_kafka.admin import AdminClient
 from geokafka.control.connection import ClusterConnection
 from tests.kafka_util import create_topic, produce
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_VALUE = "s3cr3t-never-printed"
