@@ -21,7 +21,7 @@ from kafka_util import port_base
 
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.infra.clusters import local_cluster_specs
-from geokafka.infra.local_cluster import LocalClusterSpec, start_clusters, stop_cluster
+from geokafka.infra.local_cluster import LOCAL_JVM_OPTIONS_ENV, LocalClusterSpec, start_clusters, stop_cluster
 from geokafka.topology import Topology, parse_topology
 
 TEST_TOPOLOGY = """
@@ -41,6 +41,11 @@ pipeline:
   trigger_ms: 100
   topic_refresh_s: 5
 """
+# The suite starts ~20 brokers per worker that live minutes and see little traffic: the quick
+# compiler alone starts a 3-node cluster in ~40% less CPU (10 s against 16-18 s) and idles lower.
+# Subprocesses (geokafka up, drills) inherit it; a real cluster never sees it.
+os.environ.setdefault(LOCAL_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
+
 AUTHORIZER = ('{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", '
               '"super.users": "User:ANONYMOUS"}')
 

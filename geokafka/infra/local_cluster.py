@@ -351,7 +351,7 @@ def _prepare_node(
     if (node_dir / "data" / "meta.properties").exists():
         return None
     return subprocess.Popen(
-        ["java", "-cp", classpath, *_jvm_logging(node_dir), "kafka.tools.StorageTool", "format",
+        ["java", *_SHORT_RUN, "-cp", classpath, *_jvm_logging(node_dir), "kafka.tools.StorageTool", "format",
          "-t", cluster_id, "-c", str(config), "--ignore-formatted", *auth.format_args()],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
     )
@@ -395,10 +395,26 @@ def _launch_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str) -> None
     prefix = ["ip", "netns", "exec", spec.netns] if spec.netns else []  # ip execs java: the PID stays
     cmd = [
         *prefix, "java", f"-Xms{spec.heap_mb}m", f"-Xmx{spec.heap_mb}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-        "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", *_jvm_logging(node_dir),
+        "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", *extra_jvm_options(), *_jvm_logging(node_dir),
         "-cp", classpath, "kafka.Kafka", str(config),
     ]
     start_process(cmd, _pid_file(spec, node), node_dir / "logs" / "stdout.log", str(config), node_dir)
+
+
+_SHORT_RUN = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"]
+"""JVM options of a tool that runs for a second (storage format): the quick compiler only, one GC
+thread, a small heap; a JVM's defaults are tuned for long runs and cost more CPU than the work."""
+
+LOCAL_JVM_OPTIONS_ENV = "GEOKAFKA_LOCAL_JVM_OPTS"
+
+
+def extra_jvm_options() -> list[str]:
+    """Extra JVM options for every local Kafka node, from ``$GEOKAFKA_LOCAL_JVM_OPTS`` (space-separated).
+
+    The test suite uses it to start its many short-lived brokers in less CPU; a real local cluster
+    needs none. Nodes run G1: options that select another collector stop the JVM.
+    """
+    return os.environ.get(LOCAL_JVM_OPTIONS_ENV, "").split()
 
 
 def _jvm_logging(node_dir: Path) -> list[str]:
