@@ -9,7 +9,7 @@ PySpark 4.1.1 has no Python API for the trigger; it is set through the JVM
 (``Trigger.RealTime``). Real-time mode needs a task slot per source partition, hence
 ``local[partitions + 2]``.
 
-Run as ``python -m geokafka.bench.trigger_modes MODE SRC_TOPIC DST_TOPIC RATE SECONDS``;
+Run as ``python -m geokafka.bench.trigger_modes MODE SRC_TOPIC DST_TOPIC RATE SECONDS [EPOCH_S]``;
 prints one JSON line.
 """
 
@@ -27,7 +27,7 @@ from geokafka.bench.setup import DST, SRC, create_topic
 from geokafka.bench.watch import latency_probe
 
 MODES = ("micro-batch", "real-time")
-EPOCH = "30 seconds"  # a real-time epoch: one long task per partition, checkpointed at its end
+EPOCH_S = 30  # a real-time epoch: one long task per partition, checkpointed at its end
 
 
 class _Forward:
@@ -50,7 +50,8 @@ class _Forward:
         self.producer.flush(30)
 
 
-def measure(mode: str, src_topic: str, dst_topic: str, rate: float, seconds: float, partitions: int = 2) -> dict[str, Any]:
+def measure(mode: str, src_topic: str, dst_topic: str, rate: float, seconds: float, partitions: int = 2,
+            epoch_s: int = EPOCH_S) -> dict[str, Any]:
     """Start one query in ``mode`` on ``src_topic`` -> ``dst_topic`` and probe its latency."""
     from geokafka.pipeline.spark_session import get_spark
 
@@ -67,7 +68,7 @@ def measure(mode: str, src_topic: str, dst_topic: str, rate: float, seconds: flo
     if mode == "real-time":
         jvm = spark._jvm
         assert jvm is not None  # a classic (py4j) session, as get_spark builds
-        writer._jwrite = writer._jwrite.trigger(jvm.org.apache.spark.sql.streaming.Trigger.RealTime(EPOCH))
+        writer._jwrite = writer._jwrite.trigger(jvm.org.apache.spark.sql.streaming.Trigger.RealTime(f"{epoch_s} seconds"))
     else:
         writer = writer.trigger(processingTime="0 seconds")
     query = writer.start()
@@ -78,7 +79,7 @@ def measure(mode: str, src_topic: str, dst_topic: str, rate: float, seconds: flo
         query.stop()
     if query.exception() is not None:
         raise RuntimeError(f"{mode} query failed: {str(query.exception()).splitlines()[0]}")
-    return {"mode": mode, "trigger": EPOCH if mode == "real-time" else "processingTime=0",
+    return {"mode": mode, "trigger": f"real-time, {epoch_s} s epochs" if mode == "real-time" else "processingTime=0",
             "writer": "Python ForeachWriter, plain producer (not transactional)", **result}
 
 
@@ -103,13 +104,14 @@ def _wait_running(query: Any, src_topic: str, dst_topic: str, timeout_s: float =
         consumer.close()
 
 
-def compare_modes(work: Path, rate: float, seconds: float) -> list[dict[str, Any]]:
+def compare_modes(work: Path, rate: float, seconds: float, epoch_s: int = EPOCH_S) -> list[dict[str, Any]]:
     """Both modes, each in a Spark of its own (a subprocess), on fresh topics; a mode that fails says why."""
     work.mkdir(parents=True, exist_ok=True)
     rows = []
     for mode in MODES:
         tag = f"{mode}-{int(time.time())}"
-        cmd = [sys.executable, "-m", __name__, mode, f"bench.trig.{tag}", f"bench.trig-out.{tag}", str(rate), str(seconds)]
+        cmd = [sys.executable, "-m", __name__, mode, f"bench.trig.{tag}", f"bench.trig-out.{tag}",
+               str(rate), str(seconds), str(epoch_s)]
         log = work / f"trigger-{mode}.log"
         with log.open("w") as err:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, timeout=600, check=False)
@@ -123,4 +125,5 @@ def compare_modes(work: Path, rate: float, seconds: float) -> list[dict[str, Any
 
 if __name__ == "__main__":
     mode, src, dst, rate, secs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
-    print(json.dumps(measure(mode, src, dst, rate, secs)))
+    epoch = int(sys.argv[6]) if len(sys.argv) > 6 else EPOCH_S
+    print(json.dumps(measure(mode, src, dst, rate, secs, epoch_s=epoch)))
