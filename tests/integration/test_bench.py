@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240)]
 
 
 def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from geokafka.drills.stretch.guarded import GuardThread
 from geokafka.infra.local_cluster import kill_node
 from geokafka.planning import PRESETS, plan_stretch
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=185)]
 
 LAYOUT = "2.5dc"
 

@@ -24,7 +24,7 @@ from pipeline_util import wait_for, with_flows
 
 from geokafka.control.provenance import source_position
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=230), pytest.mark.timeout(1500)]
 
 TOTAL = 200_000
 PARTITIONS = 6

@@ -66,7 +66,7 @@ def test_two_dcs_with_a_2_plus_1_quorum_split_lose_the_quorum_as_planned(tmp_pat
     assert_nothing_left_running(opts)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=170)  # the file: three drills
 def test_two_dcs_manual_steps_restore_writes_without_losing_acked_records(tmp_path: Path) -> None:
     """The seed's 2-DC failover, scripted: restore the quorum without dc1, lower min.insync.replicas."""
     opts = options("2dc", tmp_path, recover=True)
