@@ -22,6 +22,7 @@ from kafka_util import port_base
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import LOCAL_JVM_OPTIONS_ENV, LocalClusterSpec, start_clusters, stop_cluster
+from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
 from geokafka.topology import Topology, parse_topology
 
 TEST_TOPOLOGY = """
@@ -45,6 +46,9 @@ pipeline:
 # compiler alone starts a 3-node cluster in ~40% less CPU (10 s against 16-18 s) and idles lower.
 # Subprocesses (geokafka up, drills) inherit it; a real cluster never sees it.
 os.environ.setdefault(LOCAL_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
+# The same for Spark (the session fixture, every `geokafka mirror` and the bench's Spark
+# contenders): a session in 6 instead of 10-12 CPU s, its first job in 4-5 instead of 7-8.
+os.environ.setdefault(SPARK_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
 
 # Session brokers mostly wait between tests: a follower's fetch and the controller's no-op record
 # every 5 s instead of 0.5 s cost a 3-node cluster 2.8 instead of 4.6 CPU s a minute; neither adds

@@ -39,6 +39,19 @@ def driver_classpath() -> list[Path]:
     return [*spark_kafka_jars(), sink_jar()]
 
 
+SPARK_JVM_OPTIONS_ENV = "GEOKAFKA_SPARK_JVM_OPTS"
+
+
+def extra_java_options() -> list[str]:
+    """Extra JVM options for Spark's driver and executors, from ``$GEOKAFKA_SPARK_JVM_OPTS``.
+
+    The test suite starts dozens of short sessions with the quick compiler only
+    (``-XX:TieredStopAtLevel=1``: a session in 6 instead of 10-12 CPU s); a long-running mirror
+    needs none.
+    """
+    return os.environ.get(SPARK_JVM_OPTIONS_ENV, "").split()
+
+
 def is_local(master: str) -> bool:
     """True for ``local``, ``local[N]``, ``local[*]`` and ``local[N,F]``: driver and executor in one JVM."""
     return master == "local" or master.startswith("local[")
@@ -70,8 +83,9 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
             driver_options.extend(java_options(jars))
     else:
         builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
-    builder = builder.config("spark.driver.extraJavaOptions", " ".join(driver_options))
-    builder = builder.config("spark.executor.extraJavaOptions", log_conf)
+    extra = extra_java_options()
+    builder = builder.config("spark.driver.extraJavaOptions", " ".join([*driver_options, *extra]))
+    builder = builder.config("spark.executor.extraJavaOptions", " ".join([log_conf, *extra]))
     for key, value in {**_DEFAULTS, **(conf or {})}.items():
         builder = builder.config(key, value)
     _start_context(builder)

@@ -1,4 +1,4 @@
-"""Extra JVM options of local Kafka nodes ($GEOKAFKA_LOCAL_JVM_OPTS; nothing is started)."""
+"""Extra JVM options of local Kafka nodes and of Spark, from the environment (nothing is started)."""
 
 from __future__ import annotations
 
@@ -38,3 +38,12 @@ def test_without_the_variable_a_node_gets_only_its_own_options(tmp_path: Path, m
     assert local_cluster.extra_jvm_options() == []
     cmd = _launch(tmp_path, monkeypatch)
     assert not any(arg.startswith("-XX:Tiered") for arg in cmd)
+
+
+def test_spark_takes_extra_jvm_options_from_its_own_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV, extra_java_options
+
+    monkeypatch.setenv(SPARK_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1 ")
+    assert extra_java_options() == ["-XX:TieredStopAtLevel=1"]
+    monkeypatch.delenv(SPARK_JVM_OPTIONS_ENV)
+    assert extra_java_options() == []
