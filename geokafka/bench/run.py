@@ -17,7 +17,7 @@ from geokafka.bench.raw import run_raw
 from geokafka.bench.setup import SRC, bench_topology, create_topic, load
 from geokafka.bench.spark_kafka import run_spark_kafka
 from geokafka.bench.translation import time_translation
-from geokafka.bench.trigger_modes import compare_modes
+from geokafka.bench.trigger_modes import EPOCH_S, compare_modes
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import start_clusters, stop_cluster
 
@@ -35,7 +35,7 @@ class BenchSizes:
     scaling_records: int = 500_000
     latency_rate: float = 2000.0
     latency_s: float = 30.0
-    realtime_epoch_s: int = 30
+    realtime_epoch_s: int = EPOCH_S
     translation_groups: int = 1000
 
 

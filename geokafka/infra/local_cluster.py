@@ -23,7 +23,14 @@ from typing import Any
 from geokafka.artifacts import jars
 from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError, refusal_reason
 from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
-from geokafka.infra.processes import running_pid, signal_process, start_process, stop_process, stop_processes
+from geokafka.infra.processes import (
+    jvm_options_from_env,
+    running_pid,
+    signal_process,
+    start_process,
+    stop_process,
+    stop_processes,
+)
 
 _LOG4J = Path(__file__).with_name("log4j2.properties")
 HOST = "127.0.0.1"
@@ -395,7 +402,8 @@ def _launch_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str) -> None
     prefix = ["ip", "netns", "exec", spec.netns] if spec.netns else []  # ip execs java: the PID stays
     cmd = [
         *prefix, "java", f"-Xms{spec.heap_mb}m", f"-Xmx{spec.heap_mb}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-        "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true", *extra_jvm_options(), *_jvm_logging(node_dir),
+        "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+        *jvm_options_from_env(LOCAL_JVM_OPTIONS_ENV), *_jvm_logging(node_dir),
         "-cp", classpath, "kafka.Kafka", str(config),
     ]
     start_process(cmd, _pid_file(spec, node), node_dir / "logs" / "stdout.log", str(config), node_dir)
@@ -406,15 +414,9 @@ _SHORT_RUN = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"]
 thread, a small heap; a JVM's defaults are tuned for long runs and cost more CPU than the work."""
 
 LOCAL_JVM_OPTIONS_ENV = "GEOKAFKA_LOCAL_JVM_OPTS"
-
-
-def extra_jvm_options() -> list[str]:
-    """Extra JVM options for every local Kafka node, from ``$GEOKAFKA_LOCAL_JVM_OPTS`` (space-separated).
-
-    The test suite uses it to start its many short-lived brokers in less CPU; a real local cluster
-    needs none. Nodes run G1: options that select another collector stop the JVM.
-    """
-    return os.environ.get(LOCAL_JVM_OPTIONS_ENV, "").split()
+"""Extra JVM options for every local Kafka node (space-separated). The test suite uses it to start
+its many short-lived brokers in less CPU; a real local cluster needs none. Nodes run G1: options
+that select another collector stop the JVM."""
 
 
 def _jvm_logging(node_dir: Path) -> list[str]:

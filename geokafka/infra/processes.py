@@ -29,6 +29,11 @@ def start_process(cmd: list[str], pid_file: Path, log_file: Path, marker: str, c
     return proc.pid
 
 
+def jvm_options_from_env(variable: str) -> list[str]:
+    """Extra JVM options from environment variable ``variable`` (space-separated; none when unset)."""
+    return os.environ.get(variable, "").split()
+
+
 def running_pid(pid_file: Path) -> int | None:
     """The PID recorded in ``pid_file`` if that process still runs and is ours, else None."""
     try:

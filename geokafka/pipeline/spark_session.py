@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from geokafka.artifacts.jars import sink_jar, spark_kafka_jars
+from geokafka.infra.processes import jvm_options_from_env
 from geokafka.pipeline.class_archive import java_options
 
 if TYPE_CHECKING:
@@ -40,16 +41,9 @@ def driver_classpath() -> list[Path]:
 
 
 SPARK_JVM_OPTIONS_ENV = "GEOKAFKA_SPARK_JVM_OPTS"
-
-
-def extra_java_options() -> list[str]:
-    """Extra JVM options for Spark's driver and executors, from ``$GEOKAFKA_SPARK_JVM_OPTS``.
-
-    The test suite starts dozens of short sessions with the quick compiler only
-    (``-XX:TieredStopAtLevel=1``: a session in 6 instead of 10-12 CPU s); a long-running mirror
-    needs none.
-    """
-    return os.environ.get(SPARK_JVM_OPTIONS_ENV, "").split()
+"""Extra JVM options for Spark's driver and executors (space-separated). The test suite starts
+dozens of short sessions with the quick compiler only (``-XX:TieredStopAtLevel=1``: a session in
+6 instead of 10-12 CPU s); a long-running mirror needs none."""
 
 
 def is_local(master: str) -> bool:
@@ -83,7 +77,7 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
             driver_options.extend(java_options(jars))
     else:
         builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
-    extra = extra_java_options()
+    extra = jvm_options_from_env(SPARK_JVM_OPTIONS_ENV)
     builder = builder.config("spark.driver.extraJavaOptions", " ".join([*driver_options, *extra]))
     builder = builder.config("spark.executor.extraJavaOptions", " ".join([log_conf, *extra]))
     for key, value in {**_DEFAULTS, **(conf or {})}.items():

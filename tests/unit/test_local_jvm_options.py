@@ -9,6 +9,7 @@ import pytest
 
 from geokafka.infra import local_cluster
 from geokafka.infra.local_cluster import LOCAL_JVM_OPTIONS_ENV, LocalClusterSpec, NodeSpec
+from geokafka.infra.processes import jvm_options_from_env
 
 
 def _launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -35,15 +36,15 @@ def test_extra_options_reach_the_java_command_line_before_the_main_class(
 
 def test_without_the_variable_a_node_gets_only_its_own_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(LOCAL_JVM_OPTIONS_ENV, raising=False)
-    assert local_cluster.extra_jvm_options() == []
+    assert jvm_options_from_env(LOCAL_JVM_OPTIONS_ENV) == []
     cmd = _launch(tmp_path, monkeypatch)
     assert not any(arg.startswith("-XX:Tiered") for arg in cmd)
 
 
 def test_spark_takes_extra_jvm_options_from_its_own_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV, extra_java_options
+    from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
 
     monkeypatch.setenv(SPARK_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1 ")
-    assert extra_java_options() == ["-XX:TieredStopAtLevel=1"]
+    assert jvm_options_from_env(SPARK_JVM_OPTIONS_ENV) == ["-XX:TieredStopAtLevel=1"]
     monkeypatch.delenv(SPARK_JVM_OPTIONS_ENV)
-    assert extra_java_options() == []
+    assert jvm_options_from_env(SPARK_JVM_OPTIONS_ENV) == []
