@@ -58,11 +58,10 @@ class Env:
         return set(self.admin(conn).list_topics(timeout=10).topics)
 
     def committed(self, conn: ClusterConnection, group: str) -> list[Any]:
-        fut = self.admin(conn).list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
-        try:
-            return [tp for tp in fut.result(timeout=10).topic_partitions if tp.offset >= 0]
-        except Exception:  # noqa: BLE001 - a group that does not exist has no offsets
-            return []
+        """The group's committed offsets (none for a group that does not exist)."""
+        admin = self.admin(conn)  # held until the answer: a client collected mid-request never answers
+        fut = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
+        return [tp for tp in fut.result(timeout=10).topic_partitions if tp.offset >= 0]
 
 
 @dataclass(frozen=True)
