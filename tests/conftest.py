@@ -21,6 +21,7 @@ from kafka_util import port_base
 
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.infra.clusters import local_cluster_specs
+from geokafka.infra.kafka_class_archive_build import ensure_archive
 from geokafka.infra.local_cluster import LOCAL_JVM_OPTIONS_ENV, LocalClusterSpec, start_clusters, stop_cluster
 from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
 from geokafka.topology import Topology, parse_topology
@@ -77,6 +78,7 @@ def base_topology(state_dir: Path) -> Topology:
 def local_clusters(base_topology: Topology) -> Iterator[dict[str, LocalClusterSpec]]:
     """east, west and south running for the whole session."""
     specs = local_cluster_specs(base_topology)
+    ensure_archive()  # ./run built it already; a bare pytest builds it here (once per machine)
     try:
         start_clusters(specs, timeout_s=180)
         yield {spec.name: spec for spec in specs}

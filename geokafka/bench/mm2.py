@@ -16,6 +16,7 @@ from typing import Any
 from geokafka.artifacts import jars
 from geokafka.bench.replicator import run_replicator
 from geokafka.bench.setup import DST, SRC
+from geokafka.infra import kafka_class_archive
 
 LOG4J = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
 ALIAS = "mm2src"
@@ -81,7 +82,9 @@ def run_mm2(work: Path, topic: str, records: int, size: int, lat_topic: str | No
     alias = EOS_ALIAS if exactly_once else ALIAS
     config = work / f"{name}-{topic}.properties"
     config.write_text(mm2_properties([t for t in (topic, lat_topic) if t], tasks, exactly_once))
-    cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={work}",
+    # the class archive of the local brokers fits every JVM on Kafka's classpath (geokafka's Spark has its own)
+    cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", *kafka_class_archive.java_options(),
+           f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={work}",
            "-cp", jars.kafka_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(config),
            "--clusters", "dst"]
     result = run_replicator(name, cmd, work / f"{name}-{topic}.log", topic=topic, target_topic=f"{alias}.{topic}",

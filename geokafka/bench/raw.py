@@ -12,12 +12,14 @@ from geokafka.artifacts import jars
 from geokafka.bench.mm2 import LOG4J
 from geokafka.bench.procstat import TreeSampler
 from geokafka.bench.setup import DST, SRC, create_topic
+from geokafka.infra import kafka_class_archive
 
 PRODUCER_PROPS = ["acks=all", "linger.ms=5", "batch.size=1000000", "compression.type=lz4", f"bootstrap.servers={DST}"]
 
 
 def _java(work: Path, main: str, args: list[str]) -> tuple[str, float, int]:
-    cmd = ["java", "-Xmx512m", f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={work}",
+    cmd = ["java", "-Xmx512m", *kafka_class_archive.java_options(), f"-Dlog4j2.configurationFile={LOG4J}",
+           f"-Dkafka.logs.dir={work}",
            "-cp", jars.kafka_classpath(), main, *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sampler = TreeSampler(proc.pid, 0.2).start()

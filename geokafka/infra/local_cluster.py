@@ -22,6 +22,7 @@ from typing import Any
 
 from geokafka.artifacts import jars
 from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError, refusal_reason
+from geokafka.infra import kafka_class_archive
 from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
 from geokafka.infra.processes import (
     jvm_options_from_env,
@@ -307,8 +308,8 @@ def wait_until_ready(spec: LocalClusterSpec, timeout_s: float, auth: BrokerAuth 
             if listening is not None and any(n.broker_port not in listening for n in spec.brokers):
                 time.sleep(0.2)
                 continue
-            settings: dict[str, Any] = {"bootstrap.servers": spec.bootstrap, "log_level": 0, "logger": _quiet(),
-                                        "error_cb": on_error, **auth.client_settings()}
+            settings: dict[str, Any] = {"bootstrap.servers": spec.bootstrap, "log_level": 0,
+                                        "logger": quiet_client_logger(), "error_cb": on_error, **auth.client_settings()}
             admin = AdminClient(settings)
         try:
             described = admin.describe_cluster(request_timeout=3).result(timeout=4)
@@ -358,8 +359,8 @@ def _prepare_node(
     if (node_dir / "data" / "meta.properties").exists():
         return None
     return subprocess.Popen(
-        ["java", *_SHORT_RUN, "-cp", classpath, *_jvm_logging(node_dir), "kafka.tools.StorageTool", "format",
-         "-t", cluster_id, "-c", str(config), "--ignore-formatted", *auth.format_args()],
+        ["java", *_SHORT_RUN, *kafka_class_archive.java_options(), "-cp", classpath, *_jvm_logging(node_dir),
+         "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), "--ignore-formatted", *auth.format_args()],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
     )
 
@@ -403,7 +404,7 @@ def _launch_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str) -> None
     cmd = [
         *prefix, "java", f"-Xms{spec.heap_mb}m", f"-Xmx{spec.heap_mb}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
         "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-        *jvm_options_from_env(LOCAL_JVM_OPTIONS_ENV), *_jvm_logging(node_dir),
+        *kafka_class_archive.java_options(), *jvm_options_from_env(LOCAL_JVM_OPTIONS_ENV), *_jvm_logging(node_dir),
         "-cp", classpath, "kafka.Kafka", str(config),
     ]
     start_process(cmd, _pid_file(spec, node), node_dir / "logs" / "stdout.log", str(config), node_dir)
@@ -423,7 +424,8 @@ def _jvm_logging(node_dir: Path) -> list[str]:
     return [f"-Dlog4j2.configurationFile={_LOG4J}", f"-Dkafka.logs.dir={node_dir / 'logs'}"]
 
 
-def _quiet():  # type: ignore[no-untyped-def]
+def quiet_client_logger():  # type: ignore[no-untyped-def]
+    """A logger that drops everything: a client of a node that is still starting logs nothing."""
     import logging
 
     logger = logging.getLogger("geokafka.librdkafka.startup")

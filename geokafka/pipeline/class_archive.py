@@ -16,24 +16,10 @@ also the local executor) uses it; a JVM that cannot map it falls back to loading
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from geokafka.artifacts.jars import cache_root
-
-ARCHIVE_SUFFIX = ".jsa"
-
-
-def _java_identity() -> str:
-    """The JDK that will run Spark: its real path and size (an upgrade changes both)."""
-    home = os.environ.get("JAVA_HOME")
-    java = Path(home) / "bin" / "java" if home else Path(shutil.which("java") or "java")
-    real = java.resolve()
-    libjvm = next(iter(sorted(real.parent.parent.glob("lib/server/libjvm.so"))), real)
-    return f"{real}:{libjvm.stat().st_size if libjvm.exists() else 0}"
+from geokafka.artifacts import class_archives
 
 
 def _spark_jars_dir() -> Path:
@@ -44,17 +30,9 @@ def _spark_jars_dir() -> Path:
 
 def archive_path(classpath: Sequence[Path]) -> Path:
     """Where the archive for this JDK, pyspark and extra ``classpath`` lives (it may not exist)."""
-    digest = hashlib.sha256(_java_identity().encode())
-    for jar in [*sorted(_spark_jars_dir().glob("*.jar")), *classpath]:
-        stat = jar.stat()
-        digest.update(f"{jar.name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
-    return cache_root().parent / "class-archives" / f"spark-{digest.hexdigest()[:16]}{ARCHIVE_SUFFIX}"
+    return class_archives.archive_path("spark", [*sorted(_spark_jars_dir().glob("*.jar")), *classpath])
 
 
 def java_options(classpath: Sequence[Path]) -> list[str]:
     """JVM options that use the archive when it has been built (none otherwise)."""
-    path = archive_path(classpath)
-    if not path.exists():
-        return []
-    # -Xlog:cds=off: a JVM that cannot map the archive says so on stdout; it then just runs without it.
-    return [f"-XX:SharedArchiveFile={path}", "-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
+    return class_archives.use_options(archive_path(classpath))

@@ -2,41 +2,30 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from geokafka.pipeline.class_archive import ARCHIVE_SUFFIX, archive_path
+from geokafka.artifacts import class_archives
+from geokafka.pipeline.class_archive import archive_path
 from geokafka.pipeline.spark_session import driver_classpath, get_spark
 
 
 def ensure_archive(classpath: Sequence[Path], timeout_s: float = 300.0) -> Path | None:
     """Build the archive unless it exists; returns its path, or None when the training run failed."""
-    path = archive_path(classpath)
-    if path.exists():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for old in path.parent.glob(f"spark-*{ARCHIVE_SUFFIX}"):
-        old.unlink(missing_ok=True)  # archives of an earlier JDK or classpath are never used again
-    fd, staging = tempfile.mkstemp(prefix=".training-", suffix=ARCHIVE_SUFFIX, dir=path.parent)
-    os.close(fd)
-    os.unlink(staging)  # the JVM creates it at exit
-    try:
-        result = subprocess.run(
-            [sys.executable, "-m", "geokafka.pipeline.class_archive_build", "--train", staging],
-            capture_output=True, text=True, timeout=timeout_s, check=False,
-        )
-        if result.returncode != 0 or not Path(staging).exists() or Path(staging).stat().st_size == 0:
-            return None
-        os.replace(staging, path)
-        return path
-    except subprocess.TimeoutExpired:
-        return None
-    finally:
-        Path(staging).unlink(missing_ok=True)
+
+    def train(staging: Path) -> bool:
+        try:
+            result = subprocess.run(
+                [sys.executable, "-m", "geokafka.pipeline.class_archive_build", "--train", str(staging)],
+                capture_output=True, text=True, timeout=timeout_s, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return False
+        return result.returncode == 0
+
+    return class_archives.build(archive_path(classpath), train)
 
 
 def _train(out: str) -> None:

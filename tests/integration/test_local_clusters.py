@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
 from confluent_kafka.admin import AdminClient
 from kafka_util import create_topic, produce, read_all
 
+from geokafka.artifacts import jars
 from geokafka.control.connection import ClusterConnection
+from geokafka.infra import kafka_class_archive
 from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, listening_ports, running_nodes, start_node
 
 pytestmark = pytest.mark.integration
@@ -61,6 +65,22 @@ def test_every_cluster_stores_and_serves_records(
     records = read_all(conn, topic)
     assert sorted(r.value for r in records) == sorted(f"v{i}".encode() for i in range(10))
     assert {r.partition for r in records} == {0, 1}
+
+
+def test_every_node_maps_kafkas_class_archive(local_clusters: dict[str, LocalClusterSpec]) -> None:
+    archive = kafka_class_archive.archive_path()
+    for spec in local_clusters.values():
+        for node_id, pid in running_nodes(spec).items():
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            assert f"-XX:SharedArchiveFile={archive}".encode() in cmdline, f"{spec.name} node {node_id}"
+    # -Xshare:on refuses to start when the archive does not fit this JDK and classpath (auto falls back quietly)
+    proc = subprocess.run(
+        ["java", "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-Xlog:class+load=info",
+         "-cp", jars.kafka_classpath(), "kafka.Kafka", "--version"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.stdout.count("source: shared objects file (top)") > 1000  # Kafka's own classes, from the archive
 
 
 def test_a_killed_broker_leaves_the_metadata_and_rejoins_after_restart(

@@ -1,0 +1,65 @@
+"""Class archives: one per kind, JDK and jar set; built through a staging file, never half-written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from geokafka.artifacts import class_archives
+
+
+@pytest.fixture
+def jar(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("GEOKAFKA_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "kafka.jar"
+    path.write_bytes(b"classes")
+    return path
+
+
+def test_a_kind_and_its_jars_name_the_archive(jar: Path) -> None:
+    kafka = class_archives.archive_path("kafka", [jar])
+    assert kafka.name.startswith("kafka-") and kafka.suffix == ".jsa"
+    assert class_archives.archive_path("spark", [jar]).name != kafka.name
+
+
+def test_build_renames_the_training_output_into_place(jar: Path) -> None:
+    path = class_archives.archive_path("kafka", [jar])
+    seen: list[Path] = []
+
+    def train(staging: Path) -> bool:
+        assert not staging.exists() and staging.parent == path.parent  # the JVM creates it
+        seen.append(staging)
+        staging.write_bytes(b"archive")
+        return True
+
+    assert class_archives.build(path, train) == path
+    assert path.read_bytes() == b"archive" and not seen[0].exists()
+    assert class_archives.build(path, lambda staging: pytest.fail("built twice")) == path
+
+
+def test_a_failed_or_empty_training_leaves_no_archive(jar: Path) -> None:
+    path = class_archives.archive_path("kafka", [jar])
+
+    def crashed(staging: Path) -> bool:
+        staging.write_bytes(b"half")
+        return False
+
+    assert class_archives.build(path, crashed) is None
+    assert class_archives.build(path, lambda staging: staging.touch() is None) is None  # exited 0, wrote nothing
+    assert not path.exists() and list(path.parent.iterdir()) == []
+    assert class_archives.use_options(path) == []
+
+
+def test_a_new_archive_replaces_older_ones_of_its_kind_only(jar: Path) -> None:
+    old_kafka = class_archives.archive_path("kafka", [jar])
+    spark = class_archives.archive_path("spark", [jar])
+    old_kafka.parent.mkdir(parents=True)
+    old_kafka.write_bytes(b"old")
+    spark.write_bytes(b"spark")
+    jar.write_bytes(b"an upgraded jar")
+    new_kafka = class_archives.archive_path("kafka", [jar])
+    assert new_kafka != old_kafka
+    assert class_archives.build(new_kafka, lambda staging: staging.write_bytes(b"new") > 0) == new_kafka
+    assert not old_kafka.exists() and spark.exists()
+    assert f"-XX:SharedArchiveFile={new_kafka}" in class_archives.use_options(new_kafka)
