@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import threading
 import time
 
 import click
 
 from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.cli.interrupts import stop_on_signals
 from geokafka.monitoring.collect import StatusCollector, collect_status
 
 _JSON_HELP = "machine-readable output on stdout (same as the global --json)"
@@ -68,24 +67,22 @@ def _watch(ctx: CliContext, collector: StatusCollector, interval: float, prometh
     from geokafka.monitoring.throughput import History
 
     history = History()
-    try:
-        with collector:
-            if ctx.json_output or prometheus:
-                while True:
-                    started = time.monotonic()
-                    report = history.add(collector.collect())
-                    text = render_metrics(report) if prometheus else json.dumps(report.to_dict(), default=str)
-                    sys.stdout.write(text + "\n")
-                    sys.stdout.flush()
-                    time.sleep(max(0.0, interval - (time.monotonic() - started)))
-            with Live(console=ctx.console, auto_refresh=False) as live:
-                while True:
-                    started = time.monotonic()
-                    report = history.add(collector.collect())
-                    live.update(render_report(report), refresh=True)
-                    time.sleep(max(0.0, interval - (time.monotonic() - started)))
-    except KeyboardInterrupt:
-        return
+    with stop_on_signals() as stop, collector:
+        if ctx.json_output or prometheus:
+            while not stop.is_set():
+                started = time.monotonic()
+                report = history.add(collector.collect())
+                text = render_metrics(report) if prometheus else json.dumps(report.to_dict(), default=str)
+                sys.stdout.write(text + "\n")
+                sys.stdout.flush()
+                stop.wait(max(0.0, interval - (time.monotonic() - started)))
+            return
+        with Live(console=ctx.console, auto_refresh=False) as live:
+            while not stop.is_set():
+                started = time.monotonic()
+                report = history.add(collector.collect())
+                live.update(render_report(report), refresh=True)
+                stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
 
 @click.command()
@@ -104,17 +101,11 @@ def dashboard(ctx: CliContext, flows: tuple[str, ...], host: str, port: int, int
     from geokafka.monitoring.dashboard import Dashboard
 
     board = Dashboard(ctx.topology, list(flows) or None, host, port, interval, history_min * 60)
-    stop = threading.Event()
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with board:
+    with stop_on_signals() as stop, board:
         ctx.info(f"dashboard on {board.url} (metrics: {board.url}metrics); Ctrl-C to stop")
         ctx.emit({"url": board.url, "metrics": f"{board.url}metrics", "api": f"{board.url}api/status"})
         sys.stdout.flush()
-        try:
-            while not stop.wait(0.5):
-                pass
-        except KeyboardInterrupt:
+        while not stop.wait(0.5):
             pass
 
 

@@ -216,7 +216,7 @@ def test_cli_status_json_and_prometheus(base_topology, east, west, unique, tmp_p
     finally:
         watch.send_signal(signal.SIGINT)
         watch.wait(60)
-    assert watch.returncode == 0
+    assert watch.returncode == 0 and watch.stderr.read() == ""  # type: ignore[union-attr]
     assert observations[0]["flows"][0]["throughput"] is None  # one observation: no rate yet
     assert observations[1]["flows"][0]["throughput"]["window_s"] > 0
     run = subprocess.run([str(GEOKAFKA), "-f", str(path), "status", "nope"], capture_output=True, text=True,

@@ -1,0 +1,28 @@
+"""Signals in the CLI's loops: Ctrl-C and SIGTERM stop them between steps, never inside a client call."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from geokafka.cli.interrupts import stop_on_signals, terminate_as_interrupt
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_sets_the_event_instead_of_raising(sig: signal.Signals) -> None:
+    before = signal.getsignal(sig)
+    with stop_on_signals() as stop:
+        os.kill(os.getpid(), sig)  # delivered to this (main) thread before kill returns
+        assert stop.wait(5)
+    assert signal.getsignal(sig) is before
+
+
+def test_sigterm_raises_keyboard_interrupt_inside_terminate_as_interrupt() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), terminate_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises at once; reaching the end of the sleep fails the test
+    assert signal.getsignal(signal.SIGTERM) is before
