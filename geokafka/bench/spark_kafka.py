@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +22,8 @@ from geokafka.bench.setup import DST, SRC, create_topic
 PREFIX = "sk"
 
 
-def main(prefix: str, topics: list[str]) -> None:
-    """Run the query until the process is killed."""
+def main(prefix: str, checkpoint: str, topics: list[str]) -> None:
+    """Run the query (its checkpoint in ``checkpoint``, under the bench's work folder) until the process is killed."""
     from geokafka.pipeline.spark_session import get_spark
 
     spark = get_spark("local[2]", "bench-spark-kafka")
@@ -37,7 +36,6 @@ def main(prefix: str, topics: list[str]) -> None:
     for key, value in {"acks": "all", "linger.ms": "5", "batch.size": "1000000", "compression.type": "lz4",
                        "max.request.size": "8388608"}.items():
         writer = writer.option(f"kafka.{key}", value)
-    checkpoint = tempfile.mkdtemp(prefix="bench-spark-kafka-")
     query = writer.option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start()
     print(json.dumps({"query": str(query.id)}), flush=True)
     query.awaitTermination()
@@ -50,7 +48,8 @@ def run_spark_kafka(work: Path, topic: str, records: int, size: int, partitions:
     topics = [t for t in (topic, lat_topic) if t]
     for name in topics:  # the sink writes to existing topics, partition for partition
         create_topic(DST, f"{PREFIX}.{name}", partitions)
-    cmd = [sys.executable, "-m", "geokafka.bench.spark_kafka", PREFIX, *topics]
+    checkpoint = work / f"spark-kafka-{topic}.checkpoint"  # the next run clears the work folder
+    cmd = [sys.executable, "-m", "geokafka.bench.spark_kafka", PREFIX, str(checkpoint), *topics]
     result = run_replicator("spark-kafka", cmd, work / f"spark-kafka-{topic}.log", topic=topic,
                             target_topic=f"{PREFIX}.{topic}", records=records, size=size, lat_topic=lat_topic,
                             lat_target=f"{PREFIX}.{lat_topic}" if lat_topic else None, **kw)
@@ -60,4 +59,4 @@ def run_spark_kafka(work: Path, topic: str, records: int, size: int, partitions:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -50,8 +49,8 @@ class _Forward:
         self.producer.flush(30)
 
 
-def measure(mode: str, src_topic: str, dst_topic: str, rate: float, seconds: float, partitions: int = 2,
-            epoch_s: int = EPOCH_S) -> dict[str, Any]:
+def measure(mode: str, src_topic: str, dst_topic: str, rate: float, seconds: float, checkpoint: Path,
+            partitions: int = 2, epoch_s: int = EPOCH_S) -> dict[str, Any]:
     """Start one query in ``mode`` on ``src_topic`` -> ``dst_topic`` and probe its latency."""
     from geokafka.pipeline.spark_session import get_spark
 
@@ -64,7 +63,7 @@ def measure(mode: str, src_topic: str, dst_topic: str, rate: float, seconds: flo
              .option("startingOffsets", "latest").load()
              .selectExpr("key", "value", "partition", "unix_millis(timestamp) AS ts"))
     writer = (frame.writeStream.foreach(_Forward(DST, dst_topic)).outputMode("update")
-              .option("checkpointLocation", tempfile.mkdtemp(prefix=f"gk-bench-{mode}-")))
+              .option("checkpointLocation", str(checkpoint)))
     if mode == "real-time":
         jvm = spark._jvm
         assert jvm is not None  # a classic (py4j) session, as get_spark builds
@@ -111,7 +110,7 @@ def compare_modes(work: Path, rate: float, seconds: float, epoch_s: int = EPOCH_
     for mode in MODES:
         tag = f"{mode}-{int(time.time())}"
         cmd = [sys.executable, "-m", __name__, mode, f"bench.trig.{tag}", f"bench.trig-out.{tag}",
-               str(rate), str(seconds), str(epoch_s)]
+               str(rate), str(seconds), str(work / f"trigger-{tag}.checkpoint"), str(epoch_s)]
         log = work / f"trigger-{mode}.log"
         with log.open("w") as err:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, timeout=600, check=False)
@@ -125,5 +124,5 @@ def compare_modes(work: Path, rate: float, seconds: float, epoch_s: int = EPOCH_
 
 if __name__ == "__main__":
     mode, src, dst, rate, secs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
-    epoch = int(sys.argv[6]) if len(sys.argv) > 6 else EPOCH_S
-    print(json.dumps(measure(mode, src, dst, rate, secs, epoch_s=epoch)))
+    checkpoint, epoch = Path(sys.argv[6]), int(sys.argv[7]) if len(sys.argv) > 7 else EPOCH_S
+    print(json.dumps(measure(mode, src, dst, rate, secs, checkpoint, epoch_s=epoch)))
