@@ -2,7 +2,7 @@
 
 A local node's JVM spends most of its start loading and verifying the broker's classes:
 measured on this project's 2-core machine, a 3-node cluster (quick compiler only) was ready
-in 7.0-8.1 s for 7.6-9.1 CPU s with the archive against 9.7-10.4 s for 13.0-14.3 CPU s
+in 6.2-7.5 s for 8.2-9.6 CPU s with the archive against 9.7-10.4 s for 13.0-14.3 CPU s
 without, and a storage format took 0.95 instead of 1.5 CPU s. The demo, ``geokafka up``,
 the drills and the test suite start many nodes, often beside a busy Spark.
 
