@@ -36,6 +36,7 @@ def local_cluster_spec(name: str, cluster: Cluster, state_dir: Path) -> LocalClu
         nodes=tuple(nodes),
         heap_mb=local.heap_mb,
         broker_config=dict(local.broker_config),
+        quick_jit=local.jit == "quick",
         security=ListenerSecurity(sec.protocol, sec.sasl_mechanism, sec.username, sec.password),
     )
 

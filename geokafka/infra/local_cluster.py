@@ -25,6 +25,7 @@ from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError
 from geokafka.infra import kafka_class_archive
 from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
 from geokafka.infra.processes import (
+    QUICK_JIT,
     jvm_options_from_env,
     running_pid,
     signal_process,
@@ -59,6 +60,7 @@ class LocalClusterSpec:
     heap_mb: int = 384
     broker_config: dict[str, str] = field(default_factory=dict)
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    quick_jit: bool = False  # the quick compiler only (topology `jit: quick`)
     netns: str | None = None  # run the nodes in this network namespace (it must exist)
     host: str = HOST  # the address every listener binds and advertises
 
@@ -404,7 +406,8 @@ def _launch_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str) -> None
     cmd = [
         *prefix, "java", f"-Xms{spec.heap_mb}m", f"-Xmx{spec.heap_mb}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
         "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-        *kafka_class_archive.java_options(), *jvm_options_from_env(LOCAL_JVM_OPTIONS_ENV), *_jvm_logging(node_dir),
+        *kafka_class_archive.java_options(), *(QUICK_JIT if spec.quick_jit else []),
+        *jvm_options_from_env(LOCAL_JVM_OPTIONS_ENV), *_jvm_logging(node_dir),
         "-cp", classpath, "kafka.Kafka", str(config),
     ]
     start_process(cmd, _pid_file(spec, node), node_dir / "logs" / "stdout.log", str(config), node_dir)

@@ -45,7 +45,7 @@ def mirror(
         # while Spark starts, which takes most of a start's time.
         with ThreadPoolExecutor(max_workers=min(4, len(runners)) or 1, thread_name_prefix="prepare") as pool:
             prepared = [pool.submit(runner.try_prepare) for runner in runners]
-            spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf)
+            spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf, quick_jit=pipeline.jit == "quick")
             _stop_on_signals(stop)  # PySpark's SparkContext put its own SIGINT handler in place of ours
             for future in prepared:
                 future.result()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from geokafka.artifacts.jars import sink_jar, spark_kafka_jars
-from geokafka.infra.processes import jvm_options_from_env
+from geokafka.infra.processes import QUICK_JIT, jvm_options_from_env
 from geokafka.pipeline.class_archive import java_options
 
 if TYPE_CHECKING:
@@ -46,18 +46,25 @@ dozens of short sessions with the quick compiler only (``-XX:TieredStopAtLevel=1
 6 instead of 10-12 CPU s); a long-running mirror needs none."""
 
 
+def extra_jvm_options(quick_jit: bool) -> list[str]:
+    """JVM options of Spark's driver and executors besides logging and the class archive:
+    the quick compiler only for ``jit: quick``, then :data:`SPARK_JVM_OPTIONS_ENV`'s."""
+    return [*(QUICK_JIT if quick_jit else []), *jvm_options_from_env(SPARK_JVM_OPTIONS_ENV)]
+
+
 def is_local(master: str) -> bool:
     """True for ``local``, ``local[N]``, ``local[*]`` and ``local[N,F]``: driver and executor in one JVM."""
     return master == "local" or master.startswith("local[")
 
 
 def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mapping[str, str] | None = None,
-              *, dump_archive_to: str | None = None) -> SparkSession:
+              *, quick_jit: bool = False, dump_archive_to: str | None = None) -> SparkSession:
     """Create (or return the running) SparkSession for ``master`` with the Kafka connector.
 
     A local session puts the jars on the driver's class path (its executor is the same JVM:
     nothing to ship, and the classes can come from the class archive, see
     :mod:`geokafka.pipeline.class_archive`); other masters ship them with ``spark.jars``.
+    ``quick_jit`` runs driver and executors with the quick compiler only (topology ``jit: quick``).
     ``dump_archive_to`` is for the archive's training run only.
     """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -77,7 +84,7 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
             driver_options.extend(java_options(jars))
     else:
         builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
-    extra = jvm_options_from_env(SPARK_JVM_OPTIONS_ENV)
+    extra = extra_jvm_options(quick_jit)
     builder = builder.config("spark.driver.extraJavaOptions", " ".join([*driver_options, *extra]))
     builder = builder.config("spark.executor.extraJavaOptions", " ".join([log_conf, *extra]))
     for key, value in {**_DEFAULTS, **(conf or {})}.items():

@@ -109,6 +109,13 @@ class Security(_Model):
         return self
 
 
+Jit = Literal["full", "quick"]
+JIT_HELP = (
+    "the JVM's just-in-time compilers: full (quick then optimizing, the JVM's default: the least CPU "
+    "per record once warm, for long runs and benchmarks) or quick (the quick compiler only: about half "
+    "the CPU in a JVM's first minutes, for a demo or drill that runs a few JVMs for a minute on a small machine)")
+
+
 class LocalCluster(_Model):
     """A cluster that ``geokafka up`` starts on this machine (real KRaft brokers)."""
 
@@ -125,6 +132,7 @@ class LocalCluster(_Model):
     heap_mb: int = Field(384, ge=MIN_HEAP_MB, le=8192, description=(
         f"JVM heap of each process (at least {MIN_HEAP_MB}: the log cleaner alone takes 128 at start)"))
     broker_config: ConfigMap = Field(default_factory=dict, description="extra server.properties entries")
+    jit: Jit = Field("full", description=JIT_HELP)
 
     @model_validator(mode="after")
     def _racks_match(self) -> LocalCluster:
@@ -252,6 +260,7 @@ class Pipeline(_Model):
         "geokafka's"))
     topic_refresh_s: float = Field(30.0, gt=0, le=3600, description="how often topic selection is re-evaluated")
     spark_conf: ConfigMap = Field(default_factory=dict, description="extra Spark configuration")
+    jit: Jit = Field("full", description=JIT_HELP + " (of the Spark driver and executors)")
 
 
 class StretchDC(_Model):

@@ -48,3 +48,51 @@ def test_spark_takes_extra_jvm_options_from_its_own_variable(monkeypatch: pytest
     assert jvm_options_from_env(SPARK_JVM_OPTIONS_ENV) == ["-XX:TieredStopAtLevel=1"]
     monkeypatch.delenv(SPARK_JVM_OPTIONS_ENV)
     assert jvm_options_from_env(SPARK_JVM_OPTIONS_ENV) == []
+
+
+def test_a_quick_jit_node_runs_the_quick_compiler_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from geokafka.infra.processes import QUICK_JIT
+
+    monkeypatch.delenv(LOCAL_JVM_OPTIONS_ENV, raising=False)
+    launched: list[list[str]] = []
+    monkeypatch.setattr(local_cluster, "start_process", lambda cmd, *_: launched.append(cmd) or 1)
+    spec = LocalClusterSpec("a", tmp_path, (NodeSpec(1, True, True, None, 28092, 28192),), quick_jit=True)
+    local_cluster._launch_node(spec, spec.node(1), "cp")
+    assert QUICK_JIT == ["-XX:TieredStopAtLevel=1"]
+    assert launched[0].index("-XX:TieredStopAtLevel=1") < launched[0].index("kafka.Kafka")
+
+
+def test_spark_runs_the_quick_compiler_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV, extra_jvm_options
+
+    monkeypatch.delenv(SPARK_JVM_OPTIONS_ENV, raising=False)
+    assert extra_jvm_options(quick_jit=False) == []
+    assert extra_jvm_options(quick_jit=True) == ["-XX:TieredStopAtLevel=1"]
+    monkeypatch.setenv(SPARK_JVM_OPTIONS_ENV, "-Dx=y")
+    assert extra_jvm_options(quick_jit=True) == ["-XX:TieredStopAtLevel=1", "-Dx=y"]
+
+
+def test_the_demo_runs_every_jvm_with_the_quick_compiler(tmp_path: Path) -> None:
+    """Five JVMs for a minute on two cores: the optimizing compiler took most of the brokers' CPU
+    and the flow fell behind (see geokafka.drills.demo)."""
+    from geokafka.drills.demo import demo_topology
+    from geokafka.infra.clusters import local_cluster_specs
+
+    topology = demo_topology(tmp_path)
+    assert topology.pipeline.jit == "quick"
+    specs = local_cluster_specs(topology)
+    assert sorted(s.name for s in specs) == ["atl", "nyc"] and all(s.quick_jit for s in specs)
+
+
+def test_jit_defaults_to_full_and_rejects_other_values() -> None:
+    from geokafka.errors import TopologyError
+    from geokafka.topology import parse_topology
+
+    base = "clusters:\n  a: {bootstrap: '127.0.0.1:29092', local: {brokers: 1%s}}\npipeline: {master: 'local[2]'%s}\n"
+    topology = parse_topology(base % ("", ""), "<t>")
+    assert topology.clusters["a"].local is not None and topology.clusters["a"].local.jit == "full"
+    assert topology.pipeline.jit == "full"
+    with pytest.raises(TopologyError, match="jit"):
+        parse_topology(base % (", jit: fast", ""), "<t>")
+    with pytest.raises(TopologyError, match="jit"):
+        parse_topology(base % ("", ", jit: C2"), "<t>")
