@@ -22,7 +22,7 @@ def _reported_rpo(result: Any) -> str:
 def _summary(result: Any) -> Table:
     table = Table("measure", "value", title="geokafka demo: nyc site lost, failed over to atl")
     rows = [
-        ("flow started on Spark in (before traffic)", f"{result.mirror_start_s:.1f} s"),
+        ("flow started on Spark, first epoch committed (before traffic)", f"{result.mirror_start_s:.1f} s"),
         ("orders acked at nyc (acks=all)", f"{result.produced_acked:,}"),
         ("replicated to atl", f"{result.replicated:,}"),
         ("RPO, measured (acked, never replicated)", f"{result.rpo_records_measured:,} records"),
