@@ -58,6 +58,22 @@ def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Ass
     return frame.selectExpr(*columns)
 
 
+def stop_failure(exc: BaseException) -> str:
+    """What a failed ``StreamingQuery.stop()`` means, in geokafka's words (py4j's own first line is
+    "An error occurred while calling o95.stop."), decided by the Java exception's class."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        name = java.getClass().getName() if java is not None else None
+    except Exception:  # noqa: BLE001 - the JVM may be gone
+        name = None
+    if name == "java.util.concurrent.TimeoutException":
+        return ("its query did not stop within spark.sql.streaming.stopTimeout (a task still waits on a cluster "
+                "that does not answer) and is left to end on its own; its writers are fenced by the next start "
+                "or by failover")
+    detail = str(java if java is not None else exc).strip().splitlines()
+    return f"its query did not stop cleanly: {(detail[0] if detail else type(exc).__name__)[:200]}"
+
+
 class FlowQuery:
     """A running query of one flow."""
 
@@ -142,7 +158,7 @@ class FlowQuery:
             self.poll()
             self.query.stop()
         except Exception as exc:  # noqa: BLE001 - a stuck query must not stall the runner
-            log.warning("flow %s: query did not stop cleanly: %s", self.flow_name, str(exc).splitlines()[0][:200])
+            log.warning("flow %s: %s", self.flow_name, stop_failure(exc))
         finally:
             try:
                 self._registry().forget(self._key)

@@ -139,3 +139,39 @@ def test_states_are_their_recorded_strings(state: FlowState) -> None:
 
     assert json.loads(json.dumps({"state": state}))["state"] == state.value
     assert state.final == (state.value in ("error", "failed-over"))
+
+
+class _JavaClass:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def getName(self) -> str:  # py4j spells it so
+        return self._name
+
+
+class _JavaException:
+    def __init__(self, name: str, text: str) -> None:
+        self._class, self._text = _JavaClass(name), text
+
+    def getClass(self) -> _JavaClass:
+        return self._class
+
+    def __str__(self) -> str:
+        return self._text
+
+
+class _Py4JError(Exception):
+    def __init__(self, java: _JavaException) -> None:
+        super().__init__("An error occurred while calling o95.stop.\n" + str(java))
+        self.java_exception = java
+
+
+def test_a_query_that_does_not_stop_in_time_is_said_in_geokafkas_words() -> None:
+    from geokafka.pipeline.query import stop_failure
+
+    timeout = _Py4JError(_JavaException("java.util.concurrent.TimeoutException", "Stream Execution thread ..."))
+    said = stop_failure(timeout)
+    assert "did not stop within spark.sql.streaming.stopTimeout" in said and "o95" not in said
+    other = _Py4JError(_JavaException("java.lang.IllegalStateException", "SparkContext was shut down\n\tat ..."))
+    assert stop_failure(other) == "its query did not stop cleanly: SparkContext was shut down"
+    assert stop_failure(RuntimeError("gateway gone")) == "its query did not stop cleanly: gateway gone"
