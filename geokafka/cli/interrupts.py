@@ -1,4 +1,5 @@
-"""SIGTERM as Ctrl-C for commands that start processes and must stop them again."""
+"""SIGTERM as Ctrl-C for commands that start processes and must stop them again (loops that
+should stop between steps use :func:`geokafka.infra.signals.stop_on_signals`)."""
 
 from __future__ import annotations
 
@@ -24,23 +25,3 @@ def terminate_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-@contextmanager
-def stop_on_signals() -> Iterator[threading.Event]:
-    """Within the block, Ctrl-C (SIGINT) and SIGTERM set the event this yields instead of raising.
-
-    For loops that call Kafka clients: a KeyboardInterrupt raised while a client runs a Python
-    callback leaves the client broken (seen: a SystemError out of a librdkafka callback, and a
-    ``status --watch`` that never exited). The loop checks the event between its steps.
-    """
-    stop = threading.Event()
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield stop
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -9,7 +9,7 @@ import time
 import click
 
 from geokafka.cli.context import CliContext, pass_ctx
-from geokafka.cli.interrupts import stop_on_signals
+from geokafka.infra.signals import stop_on_signals
 from geokafka.monitoring.collect import StatusCollector, collect_status
 
 _JSON_HELP = "machine-readable output on stdout (same as the global --json)"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -10,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from geokafka.control.state_store import release_state_producers
 from geokafka.errors import GeokafkaError
+from geokafka.infra.signals import stop_on_signals
 from geokafka.pipeline.runner import FlowRunner
 from geokafka.pipeline.schedule import FlowState
 from geokafka.pipeline.spark_session import get_spark
@@ -32,46 +32,41 @@ def mirror(
     names = flow_names or sorted(topology.flows)
     for name in names:
         topology.flow(name)  # an unknown name fails here, before Spark starts
-    stop = stop_event or threading.Event()
-    _stop_on_signals(stop)
     pipeline = topology.pipeline
     runners = [FlowRunner(None, topology, name) for name in names]
     deadline = None if duration_s is None else time.monotonic() + duration_s
-    try:
-        for runner in runners:
-            runner.status = FlowState.RETRYING  # first start goes through the same retry/fatal handling
-        # The control plane's half of each start (fencing first: a killed writer's open
-        # transaction blocks read_committed readers of the target until it is aborted) runs
-        # while Spark starts, which takes most of a start's time.
-        with ThreadPoolExecutor(max_workers=min(4, len(runners)) or 1, thread_name_prefix="prepare") as pool:
-            prepared = [pool.submit(runner.try_prepare) for runner in runners]
-            spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf, quick_jit=pipeline.jit == "quick")
-            _stop_on_signals(stop)  # PySpark's SparkContext put its own SIGINT handler in place of ours
-            for future in prepared:
-                future.result()
-        for runner in runners:
-            runner.spark = spark
-        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+    # Ctrl-C and SIGTERM both stop the flows cleanly, so both end with the same summary.
+    with stop_on_signals(stop_event) as stop:
+        try:
             for runner in runners:
-                runner.tick()
-            if on_tick is not None:
-                on_tick(runners)
-            if all(r.status.final for r in runners):
-                break
-            stop.wait(0.5)
-    finally:
-        for runner in runners:
-            runner.stop()
-        release_state_producers()
+                runner.status = FlowState.RETRYING  # first start goes through the same retry/fatal handling
+            # The control plane's half of each start (fencing first: a killed writer's open
+            # transaction blocks read_committed readers of the target until it is aborted) runs
+            # while Spark starts, which takes most of a start's time.
+            with ThreadPoolExecutor(max_workers=min(4, len(runners)) or 1, thread_name_prefix="prepare") as pool:
+                prepared = [pool.submit(runner.try_prepare) for runner in runners]
+                spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf,
+                                  quick_jit=pipeline.jit == "quick")
+                with stop_on_signals(stop):  # PySpark's SparkContext put its own SIGINT handler in place of ours
+                    for future in prepared:
+                        future.result()
+                    for runner in runners:
+                        runner.spark = spark
+                    while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+                        for runner in runners:
+                            runner.tick()
+                        if on_tick is not None:
+                            on_tick(runners)
+                        if all(r.status.final for r in runners):
+                            break
+                        stop.wait(0.5)
+        finally:
+            for runner in runners:
+                runner.stop()
+            release_state_producers()
     if all(r.status == FlowState.ERROR for r in runners):
         first = runners[0].error
         if isinstance(first, GeokafkaError):
             raise first
     return runners
 
-
-def _stop_on_signals(stop: threading.Event) -> None:
-    """Ctrl-C (SIGINT) and SIGTERM both stop the flows cleanly, so both end with the same summary."""
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from geokafka.cli.interrupts import stop_on_signals, terminate_as_interrupt
+from geokafka.cli.interrupts import terminate_as_interrupt
+from geokafka.infra.signals import stop_on_signals
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -26,3 +27,19 @@ def test_sigterm_raises_keyboard_interrupt_inside_terminate_as_interrupt() -> No
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)  # the handler raises at once; reaching the end of the sleep fails the test
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_blocks_nest_and_share_the_callers_event() -> None:
+    """The mirror's shape: its own block, then another after PySpark replaced the SIGINT handler."""
+    import threading
+
+    before = signal.getsignal(signal.SIGINT)
+    mine = threading.Event()
+    with stop_on_signals(mine) as outer:
+        assert outer is mine
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as SparkContext does
+        with stop_on_signals(mine):
+            os.kill(os.getpid(), signal.SIGINT)
+            assert mine.wait(5)
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before

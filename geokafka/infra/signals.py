@@ -1,0 +1,30 @@
+"""Ctrl-C and SIGTERM as a stop request that loops check between their steps."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def stop_on_signals(stop: threading.Event | None = None) -> Iterator[threading.Event]:
+    """Within the block, Ctrl-C (SIGINT) and SIGTERM set ``stop`` (a new event if None), which this
+    yields, instead of raising; the previous handlers come back at the end (blocks nest).
+
+    For loops that call Kafka clients or Spark: a KeyboardInterrupt raised while a client runs a
+    Python callback leaves the client broken (seen: a SystemError out of a librdkafka callback, and
+    a ``status --watch`` that never exited). Off the main thread it only yields the event (signal
+    handlers belong to the main thread).
+    """
+    event = stop if stop is not None else threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield event
+        return
+    previous = {sig: signal.signal(sig, lambda *_: event.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield event
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
