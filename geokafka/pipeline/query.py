@@ -116,6 +116,9 @@ class FlowQuery:
             # first epoch, side by side, are the tasks' (elsewhere they would be of no use)
             "warm_producers": str(is_local(pipeline.master)).lower(),
         }
+        if options["warm_producers"] == "true":
+            # the producers open while Spark plans the query and generates its code, not after
+            self._registry().warmAhead(json.dumps(options))
         writer = frame.writeStream.queryName(f"geokafka-{flow_name}").format("geokafka")
         for key, value in options.items():
             writer = writer.option(key, value)

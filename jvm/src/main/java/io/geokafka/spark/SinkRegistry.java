@@ -17,6 +17,7 @@ public final class SinkRegistry {
     private static final Map<String, List<Map<String, Object>>> PENDING = new ConcurrentHashMap<>();
     private static final Map<String, Map<String, long[]>> EXPECTED = new ConcurrentHashMap<>();
     private static final java.util.Set<String> STARTED = ConcurrentHashMap.newKeySet();
+    private static final Map<String, java.util.concurrent.CompletableFuture<Void>> WARMING = new ConcurrentHashMap<>();
 
     private SinkRegistry() {}
 
@@ -54,6 +55,34 @@ public final class SinkRegistry {
         return EXPECTED.computeIfAbsent(queryKey, k -> new ConcurrentHashMap<>(initial));
     }
 
+    /**
+     * Start opening the producers of a query about to start (its sink options as a JSON object), in
+     * the background: on a fresh JVM that takes ~2 s, which then overlaps the query's planning and
+     * code generation instead of following them. The first epoch waits for it ({@link #awaitWarm}).
+     */
+    public static void warmAhead(String optionsJson) throws JsonProcessingException {
+        Map<String, String> raw = JSON.readValue(optionsJson, new com.fasterxml.jackson.core.type.TypeReference<Map<String, String>>() {});
+        SinkOptions options = SinkOptions.parse(raw);
+        WARMING.put(options.queryKey, java.util.concurrent.CompletableFuture.runAsync(() -> ProducerPool.warm(options),
+                r -> {
+                    Thread t = new Thread(r, "geokafka-warm-" + options.flow);
+                    t.setDaemon(true);
+                    t.start();
+                }));
+    }
+
+    /** Wait for ``queryKey``'s {@link #warmAhead} if one was started (a failed open is the task's to report). */
+    static void awaitWarm(String queryKey) {
+        java.util.concurrent.CompletableFuture<Void> warming = WARMING.remove(queryKey);
+        if (warming != null) {
+            try {
+                warming.join();
+            } catch (RuntimeException ignored) {
+                // ProducerPool.warm leaves a producer it could not open to the task
+            }
+        }
+    }
+
     /** True the first time it is asked for ``queryKey``. */
     static boolean firstEpoch(String queryKey) {
         return STARTED.add(queryKey);
@@ -64,6 +93,7 @@ public final class SinkRegistry {
         PENDING.remove(queryKey);
         EXPECTED.remove(queryKey);
         STARTED.remove(queryKey);
+        WARMING.remove(queryKey);  // not waited for: what it opens is pooled, a later start's expectations decide reuse
     }
 
     /**

@@ -43,7 +43,8 @@ final class SinkWrite implements Write, StreamingWrite {
             epoch = options.withExpected(expected);
         }
         if (options.warmProducers && SinkRegistry.firstEpoch(options.queryKey)) {
-            ProducerPool.warm(epoch);
+            SinkRegistry.awaitWarm(options.queryKey);
+            ProducerPool.warm(epoch);  // opens what the warm-ahead did not (nothing, normally)
         }
         return new WriterFactory(epoch, schema);
     }
