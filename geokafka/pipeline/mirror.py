@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 
 from geokafka.control.state_store import release_state_producers
 from geokafka.errors import GeokafkaError
@@ -35,8 +36,10 @@ def mirror(
     pipeline = topology.pipeline
     runners = [FlowRunner(None, topology, name) for name in names]
     deadline = None if duration_s is None else time.monotonic() + duration_s
-    # Ctrl-C and SIGTERM both stop the flows cleanly, so both end with the same summary.
-    with stop_on_signals(stop_event) as stop:
+    # Ctrl-C and SIGTERM both stop the flows cleanly, so both end with the same summary; a second
+    # one while they stop is ignored (our handlers stay until the runners have stopped).
+    with ExitStack() as on_signals:
+        stop = on_signals.enter_context(stop_on_signals(stop_event))
         try:
             for runner in runners:
                 runner.status = FlowState.RETRYING  # first start goes through the same retry/fatal handling
@@ -47,19 +50,20 @@ def mirror(
                 prepared = [pool.submit(runner.try_prepare) for runner in runners]
                 spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf,
                                   quick_jit=pipeline.jit == "quick")
-                with stop_on_signals(stop):  # PySpark's SparkContext put its own SIGINT handler in place of ours
-                    for future in prepared:
-                        future.result()
-                    for runner in runners:
-                        runner.spark = spark
-                    while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
-                        for runner in runners:
-                            runner.tick()
-                        if on_tick is not None:
-                            on_tick(runners)
-                        if all(r.status.final for r in runners):
-                            break
-                        stop.wait(0.5)
+                # PySpark's SparkContext put its own SIGINT handler in place of ours: ours again
+                on_signals.enter_context(stop_on_signals(stop))
+                for future in prepared:
+                    future.result()
+            for runner in runners:
+                runner.spark = spark
+            while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+                for runner in runners:
+                    runner.tick()
+                if on_tick is not None:
+                    on_tick(runners)
+                if all(r.status.final for r in runners):
+                    break
+                stop.wait(0.5)
         finally:
             for runner in runners:
                 runner.stop()
