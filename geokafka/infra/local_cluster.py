@@ -25,8 +25,7 @@ from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError
 from geokafka.infra import kafka_class_archive
 from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
 from geokafka.infra.processes import (
-    QUICK_JIT,
-    jvm_options_from_env,
+    extra_jvm_options,
     running_pid,
     signal_process,
     start_process,
@@ -406,8 +405,8 @@ def _launch_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str) -> None
     cmd = [
         *prefix, "java", f"-Xms{spec.heap_mb}m", f"-Xmx{spec.heap_mb}m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
         "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
-        *kafka_class_archive.java_options(), *(QUICK_JIT if spec.quick_jit else []),
-        *jvm_options_from_env(LOCAL_JVM_OPTIONS_ENV), *_jvm_logging(node_dir),
+        *kafka_class_archive.java_options(), *extra_jvm_options(spec.quick_jit, LOCAL_JVM_OPTIONS_ENV),
+        *_jvm_logging(node_dir),
         "-cp", classpath, "kafka.Kafka", str(config),
     ]
     start_process(cmd, _pid_file(spec, node), node_dir / "logs" / "stdout.log", str(config), node_dir)

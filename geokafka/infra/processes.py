@@ -40,6 +40,11 @@ def jvm_options_from_env(variable: str) -> list[str]:
     return os.environ.get(variable, "").split()
 
 
+def extra_jvm_options(quick_jit: bool, variable: str) -> list[str]:
+    """A JVM's options besides its own: :data:`QUICK_JIT` for ``jit: quick``, then ``variable``'s."""
+    return [*(QUICK_JIT if quick_jit else []), *jvm_options_from_env(variable)]
+
+
 def running_pid(pid_file: Path) -> int | None:
     """The PID recorded in ``pid_file`` if that process still runs and is ours, else None."""
     try:

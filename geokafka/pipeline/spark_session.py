@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from geokafka.artifacts.jars import sink_jar, spark_kafka_jars
-from geokafka.infra.processes import QUICK_JIT, jvm_options_from_env
+from geokafka.infra.processes import extra_jvm_options
 from geokafka.pipeline.class_archive import java_options
 
 if TYPE_CHECKING:
@@ -44,12 +44,6 @@ SPARK_JVM_OPTIONS_ENV = "GEOKAFKA_SPARK_JVM_OPTS"
 """Extra JVM options for Spark's driver and executors (space-separated). The test suite starts
 dozens of short sessions with the quick compiler only (``-XX:TieredStopAtLevel=1``: a session in
 6 instead of 10-12 CPU s); a long-running mirror needs none."""
-
-
-def extra_jvm_options(quick_jit: bool) -> list[str]:
-    """JVM options of Spark's driver and executors besides logging and the class archive:
-    the quick compiler only for ``jit: quick``, then :data:`SPARK_JVM_OPTIONS_ENV`'s."""
-    return [*(QUICK_JIT if quick_jit else []), *jvm_options_from_env(SPARK_JVM_OPTIONS_ENV)]
 
 
 def is_local(master: str) -> bool:
@@ -84,7 +78,7 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
             driver_options.extend(java_options(jars))
     else:
         builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
-    extra = extra_jvm_options(quick_jit)
+    extra = extra_jvm_options(quick_jit, SPARK_JVM_OPTIONS_ENV)
     builder = builder.config("spark.driver.extraJavaOptions", " ".join([*driver_options, *extra]))
     builder = builder.config("spark.executor.extraJavaOptions", " ".join([log_conf, *extra]))
     for key, value in {**_DEFAULTS, **(conf or {})}.items():

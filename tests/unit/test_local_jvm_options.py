@@ -12,7 +12,7 @@ from geokafka.infra.local_cluster import LOCAL_JVM_OPTIONS_ENV, LocalClusterSpec
 from geokafka.infra.processes import jvm_options_from_env
 
 
-def _launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick_jit: bool = False) -> list[str]:
     launched: list[list[str]] = []
 
     def fake_start(cmd: list[str], *_: Any) -> int:
@@ -20,7 +20,7 @@ def _launch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return 1
 
     monkeypatch.setattr(local_cluster, "start_process", fake_start)
-    spec = LocalClusterSpec("a", tmp_path, (NodeSpec(1, True, True, None, 28092, 28192),))
+    spec = LocalClusterSpec("a", tmp_path, (NodeSpec(1, True, True, None, 28092, 28192),), quick_jit=quick_jit)
     local_cluster._launch_node(spec, spec.node(1), "cp")
     return launched[0]
 
@@ -54,22 +54,20 @@ def test_a_quick_jit_node_runs_the_quick_compiler_only(tmp_path: Path, monkeypat
     from geokafka.infra.processes import QUICK_JIT
 
     monkeypatch.delenv(LOCAL_JVM_OPTIONS_ENV, raising=False)
-    launched: list[list[str]] = []
-    monkeypatch.setattr(local_cluster, "start_process", lambda cmd, *_: launched.append(cmd) or 1)
-    spec = LocalClusterSpec("a", tmp_path, (NodeSpec(1, True, True, None, 28092, 28192),), quick_jit=True)
-    local_cluster._launch_node(spec, spec.node(1), "cp")
+    cmd = _launch(tmp_path, monkeypatch, quick_jit=True)
     assert QUICK_JIT == ["-XX:TieredStopAtLevel=1"]
-    assert launched[0].index("-XX:TieredStopAtLevel=1") < launched[0].index("kafka.Kafka")
+    assert cmd.index("-XX:TieredStopAtLevel=1") < cmd.index("kafka.Kafka")
 
 
 def test_spark_runs_the_quick_compiler_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV, extra_jvm_options
+    from geokafka.infra.processes import extra_jvm_options
+    from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
 
     monkeypatch.delenv(SPARK_JVM_OPTIONS_ENV, raising=False)
-    assert extra_jvm_options(quick_jit=False) == []
-    assert extra_jvm_options(quick_jit=True) == ["-XX:TieredStopAtLevel=1"]
+    assert extra_jvm_options(False, SPARK_JVM_OPTIONS_ENV) == []
+    assert extra_jvm_options(True, SPARK_JVM_OPTIONS_ENV) == ["-XX:TieredStopAtLevel=1"]
     monkeypatch.setenv(SPARK_JVM_OPTIONS_ENV, "-Dx=y")
-    assert extra_jvm_options(quick_jit=True) == ["-XX:TieredStopAtLevel=1", "-Dx=y"]
+    assert extra_jvm_options(True, SPARK_JVM_OPTIONS_ENV) == ["-XX:TieredStopAtLevel=1", "-Dx=y"]
 
 
 def test_the_demo_runs_every_jvm_with_the_quick_compiler(tmp_path: Path) -> None:
