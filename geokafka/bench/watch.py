@@ -7,8 +7,24 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from typing import Any
 
-LAT_FORMAT = ">d"  # produce wall-clock time (seconds) at the start of the value
+LAT_FORMAT = ">d8s"  # a probe record's value starts with its produce wall-clock time (s) and the probe's id
+LAT_HEAD = struct.calcsize(LAT_FORMAT)
+
+
+def probe_value(probe_id: bytes, sent_at: float, size: int) -> bytes:
+    """A latency probe record's value of ``size`` bytes (at least its head)."""
+    return struct.pack(LAT_FORMAT, sent_at, probe_id) + b"x" * max(0, size - LAT_HEAD)
+
+
+def probe_latency_ms(value: bytes | None, probe_id: bytes, now: float) -> float | None:
+    """Milliseconds from produce to ``now`` of one of this probe's records; None for any other record
+    (an earlier probe's, or a backlog the replicator was still copying when the probe began)."""
+    if value is None or len(value) < LAT_HEAD:
+        return None
+    sent_at, tag = struct.unpack(LAT_FORMAT, value[:LAT_HEAD])
+    return (now - sent_at) * 1000 if tag == probe_id else None
 
 
 class TargetCounter:
@@ -117,7 +133,8 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
     """Produce ``rate`` records/s for ``seconds`` to ``src_topic`` (value starts with the wall time),
     consume ``dst_topic`` and return replication latency percentiles in ms (produce call -> visible).
 
-    The consumer on the target is subscribed (at the end) before producing starts.
+    The consumer on the target is assigned at the end before producing starts, and only counts records
+    that carry this probe's id.
     """
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -141,8 +158,16 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
     consumer.assign(ends)
     consumer.consume(100, 0.5)
     producer = Producer({"bootstrap.servers": src, "acks": "all", "linger.ms": 0})
-    pad = b"x" * max(0, size - 8)
+    probe_id = uuid.uuid4().bytes[:8]
     lat: list[float] = []
+
+    def take(messages: list[Any]) -> None:
+        now = time.time()
+        for m in messages:
+            ms = probe_latency_ms(m.value() if m.error() is None else None, probe_id, now)
+            if ms is not None:
+                lat.append(ms)
+
     sent = 0
     t0 = time.monotonic()
     interval = 1.0 / rate
@@ -150,21 +175,15 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
     while time.monotonic() - t0 < seconds:
         now = time.monotonic()
         while next_at <= now:
-            producer.produce(src_topic, struct.pack(LAT_FORMAT, time.time()) + pad, key=b"lat%d" % sent)
+            producer.produce(src_topic, probe_value(probe_id, time.time(), size), key=b"lat%d" % sent)
             sent += 1
             next_at += interval
         producer.poll(0)
-        for m in consumer.consume(1000, 0.002):
-            value = m.value() if m.error() is None else None
-            if value is not None and len(value) >= 8:
-                lat.append((time.time() - struct.unpack(LAT_FORMAT, value[:8])[0]) * 1000)
+        take(consumer.consume(1000, 0.002))
     producer.flush(30)
     deadline = time.monotonic() + drain_s
     while len(lat) < sent and time.monotonic() < deadline:
-        for m in consumer.consume(1000, 0.05):
-            value = m.value() if m.error() is None else None
-            if value is not None and len(value) >= 8:
-                lat.append((time.time() - struct.unpack(LAT_FORMAT, value[:8])[0]) * 1000)
+        take(consumer.consume(1000, 0.05))
     consumer.close()
     return {"sent": sent, "received": len(lat), "rate": rate, **percentiles(lat)}
 
