@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -10,6 +11,7 @@ from rich.live import Live
 from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.infra.signals import stop_on_signals
 from geokafka.pipeline.runner import FlowRunner
 
 
@@ -79,17 +81,19 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
     Progress: a live table on a terminal, one line per flow otherwise (on each state change and
     every 10 s). Ctrl-C or SIGTERM stops every flow cleanly and prints the same summary.
     """
-    runners: list[FlowRunner] = []
-    if ctx.json_output:
-        runners = _run(ctx, flows, duration, None)
-    elif not ctx.console.is_terminal:
-        runners = _run(ctx, flows, duration, LineProgress(lambda line: click.echo(line)))
-        click.echo("mirror stopped:")
-        for runner in runners:
-            click.echo(f"  {progress_line(runner)}")
-    else:
-        with Live(_table([]), console=ctx.console, refresh_per_second=2, transient=False) as live:
-            runners = _run(ctx, flows, duration, lambda rs: live.update(_table(rs)))
+    # Ctrl-C and SIGTERM stop the flows; a second Ctrl-C changes nothing, even one that arrives
+    # as the process exits (ignored from the end of the block on).
+    with stop_on_signals(keep=True) as stop:
+        if ctx.json_output:
+            runners = _run(ctx, flows, duration, None, stop)
+        elif not ctx.console.is_terminal:
+            runners = _run(ctx, flows, duration, LineProgress(lambda line: click.echo(line)), stop)
+            click.echo("mirror stopped:")
+            for runner in runners:
+                click.echo(f"  {progress_line(runner)}")
+        else:
+            with Live(_table([]), console=ctx.console, refresh_per_second=2, transient=False) as live:
+                runners = _run(ctx, flows, duration, lambda rs: live.update(_table(rs)), stop)
     result = {
         r.name: {"state": r.status, "error": str(r.error) if r.error else None,
                  "written": sum(p.written for p in r.progress.values()), "restarts": r.restarts}
@@ -103,10 +107,11 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
         raise err
 
 
-def _run(ctx: CliContext, flows: tuple[str, ...], duration: float | None, on_tick):  # type: ignore[no-untyped-def]
+def _run(ctx: CliContext, flows: tuple[str, ...], duration: float | None, on_tick,  # type: ignore[no-untyped-def]
+         stop: threading.Event) -> list[FlowRunner]:
     from geokafka.pipeline.mirror import mirror as run_mirror
 
-    return run_mirror(ctx.topology, list(flows), duration, on_tick)
+    return run_mirror(ctx.topology, list(flows), duration, on_tick, stop)
 
 
 COMMANDS = [mirror]

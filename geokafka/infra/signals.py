@@ -9,9 +9,13 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def stop_on_signals(stop: threading.Event | None = None) -> Iterator[threading.Event]:
+def stop_on_signals(stop: threading.Event | None = None, keep: bool = False) -> Iterator[threading.Event]:
     """Within the block, Ctrl-C (SIGINT) and SIGTERM set ``stop`` (a new event if None), which this
-    yields, instead of raising; the previous handlers come back at the end (blocks nest).
+    yields, instead of raising; the previous handlers come back at the end (blocks nest), unless
+    ``keep``: for a command whose process ends with the block, Ctrl-C is then ignored until the
+    process exits and SIGTERM keeps setting ``stop``. A second Ctrl-C that arrives once the work
+    is done would otherwise meet the default handlers the interpreter puts back as it exits and
+    kill the process (exit -2) after it printed its summary.
 
     For loops that call Kafka clients or Spark: a KeyboardInterrupt raised while a client runs a
     Python callback leaves the client broken (seen: a SystemError out of a librdkafka callback, and
@@ -26,5 +30,8 @@ def stop_on_signals(stop: threading.Event | None = None) -> Iterator[threading.E
     try:
         yield event
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        if keep:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the interpreter leaves an ignored signal ignored
+        else:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

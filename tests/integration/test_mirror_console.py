@@ -19,15 +19,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 GEOKAFKA = Path(sys.executable).with_name("geokafka")
 
 
-_TWICE_DEFECT = (
-    "known defect, open: a second Ctrl-C can be handled after mirror() returned and its handlers are gone, "
-    "inside a client call (exit 1, 'InternalError: SystemError ... returned a result with an exception set') "
-    "or during interpreter exit (exit -2); 3 of 6 runs on 2026-11-25")
-
-
-@pytest.mark.parametrize("sigs", [[signal.SIGINT], [signal.SIGTERM], pytest.param(
-    [signal.SIGINT, signal.SIGINT], marks=pytest.mark.xfail(reason=_TWICE_DEFECT, strict=False))],
-    ids=["ctrl-c", "sigterm", "ctrl-c-twice"])
+@pytest.mark.parametrize("sigs", [[signal.SIGINT], [signal.SIGTERM], [signal.SIGINT, signal.SIGINT]],
+                         ids=["ctrl-c", "sigterm", "ctrl-c-twice"])
 def test_mirror_prints_lines_and_stops_with_its_summary(base_topology, east, west, unique, tmp_path, sigs) -> None:
     """A second Ctrl-C while the flows stop (Spark's own SIGINT handler was in place then) changes nothing."""
     topic, flow = unique("console"), unique("console")

@@ -43,3 +43,18 @@ def test_blocks_nest_and_share_the_callers_event() -> None:
             assert mine.wait(5)
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_kept_handlers_ignore_ctrl_c_and_stop_on_sigterm_after_the_block() -> None:
+    """A command that ends its process with the block: a late Ctrl-C must not kill it on its way out."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with stop_on_signals(keep=True) as stop:
+            pass
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN  # the interpreter's exit keeps it ignored
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.wait(5)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
