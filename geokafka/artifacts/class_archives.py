@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -44,10 +45,19 @@ def archive_path(kind: str, jars: Iterable[Path]) -> Path:
     return archive_dir() / f"{kind}-{digest.hexdigest()[:16]}{ARCHIVE_SUFFIX}"
 
 
+UNUSED_FOR_S = 7 * 24 * 3600.0
+"""A build deletes archives of its kind that no JVM used for this long (another JDK, old jars)."""
+
+
 def use_options(path: Path) -> list[str]:
-    """JVM options that map the archive at ``path`` when it has been built (none otherwise)."""
-    if not path.exists():
+    """JVM options that map the archive at ``path`` when it has been built (none otherwise); marks
+    it as used, so a build for another checkout does not delete it."""
+    try:
+        os.utime(path)
+    except FileNotFoundError:
         return []
+    except OSError:
+        pass  # a read-only cache: still usable
     # -Xlog:cds=off: a JVM that cannot map the archive says so on stdout; it then just runs without it.
     return [f"-XX:SharedArchiveFile={path}", "-Xshare:auto", "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]
 
@@ -57,15 +67,20 @@ def build(path: Path, train: Callable[[Path], bool]) -> Path | None:
 
     ``train(staging)`` runs a JVM with ``-XX:ArchiveClassesAtExit=staging`` and lets it exit
     cleanly (the JVM writes the archive as it exits); the result is renamed into place only
-    when complete, so a reader never maps half an archive. Archives of the same kind for
-    another JDK or classpath are deleted: they are never used again.
+    when complete, so a reader never maps half an archive. Archives of the same kind that no
+    JVM used for :data:`UNUSED_FOR_S` are deleted (another JDK or jar set); those of other
+    checkouts on the machine, each with its own jars, stay while they are in use.
     """
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     kind = path.name.rsplit("-", 1)[0]
     for old in path.parent.glob(f"{kind}-*{ARCHIVE_SUFFIX}"):
-        old.unlink(missing_ok=True)
+        try:
+            if time.time() - old.stat().st_mtime > UNUSED_FOR_S:
+                old.unlink()
+        except FileNotFoundError:
+            pass
     fd, name = tempfile.mkstemp(prefix=f".training-{kind}-", suffix=ARCHIVE_SUFFIX, dir=path.parent)
     os.close(fd)
     staging = Path(name)

@@ -1,7 +1,9 @@
-"""Class archives: one per kind, JDK and jar set; built through a staging file, never half-written."""
+"""Class archives: one per kind, JDK and jar set; built through a staging file, never half-written; unused ones pruned."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -51,15 +53,24 @@ def test_a_failed_or_empty_training_leaves_no_archive(jar: Path) -> None:
     assert class_archives.use_options(path) == []
 
 
-def test_a_new_archive_replaces_older_ones_of_its_kind_only(jar: Path) -> None:
+def test_a_build_deletes_unused_archives_of_its_kind_only(jar: Path) -> None:
+    """An archive no JVM used for a week goes (an old JDK or jar set); one another checkout uses stays."""
     old_kafka = class_archives.archive_path("kafka", [jar])
     spark = class_archives.archive_path("spark", [jar])
     old_kafka.parent.mkdir(parents=True)
     old_kafka.write_bytes(b"old")
     spark.write_bytes(b"spark")
+    week_ago = time.time() - class_archives.UNUSED_FOR_S - 60
+    os.utime(old_kafka, (week_ago, week_ago))
+    os.utime(spark, (week_ago, week_ago))
     jar.write_bytes(b"an upgraded jar")
+    in_use = class_archives.archive_path("kafka", [jar])
+    in_use.write_bytes(b"another checkout's")
+    os.utime(in_use, (week_ago, week_ago))
+    assert class_archives.use_options(in_use)  # used now
+    jar.write_bytes(b"this checkout's jar")
     new_kafka = class_archives.archive_path("kafka", [jar])
-    assert new_kafka != old_kafka
+    assert len({old_kafka, in_use, new_kafka}) == 3
     assert class_archives.build(new_kafka, lambda staging: staging.write_bytes(b"new") > 0) == new_kafka
-    assert not old_kafka.exists() and spark.exists()
+    assert not old_kafka.exists() and in_use.exists() and spark.exists()
     assert f"-XX:SharedArchiveFile={new_kafka}" in class_archives.use_options(new_kafka)
