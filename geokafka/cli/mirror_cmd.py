@@ -96,7 +96,8 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
                 runners = _run(ctx, flows, duration, lambda rs: live.update(_table(rs)), stop)
     result = {
         r.name: {"state": r.status, "error": str(r.error) if r.error else None,
-                 "written": sum(p.written for p in r.progress.values()), "restarts": r.restarts}
+                 "written": sum(p.written for p in r.progress.values()), "restarts": r.restarts,
+                 "startup": r.startup.as_dict()}
         for r in runners
     }
     ctx.emit(result)

@@ -35,6 +35,8 @@ def mirror(
         topology.flow(name)  # an unknown name fails here, before Spark starts
     pipeline = topology.pipeline
     runners = [FlowRunner(None, topology, name) for name in names]
+    for runner in runners:
+        runner.startup.reached("command started")
     deadline = None if duration_s is None else time.monotonic() + duration_s
     # Ctrl-C and SIGTERM both stop the flows cleanly, so both end with the same summary; a second
     # one while they stop is ignored (our handlers stay until the runners have stopped).
@@ -48,8 +50,11 @@ def mirror(
             # while Spark starts, which takes most of a start's time.
             with ThreadPoolExecutor(max_workers=min(4, len(runners)) or 1, thread_name_prefix="prepare") as pool:
                 prepared = [pool.submit(runner.try_prepare) for runner in runners]
+                spark_start = time.monotonic()
                 spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf,
                                   quick_jit=pipeline.jit == "quick")
+                for runner in runners:
+                    runner.startup.took("Spark session", time.monotonic() - spark_start)
                 # PySpark's SparkContext put its own SIGINT handler in place of ours: ours again
                 on_signals.enter_context(stop_on_signals(stop))
                 for future in prepared:

@@ -31,6 +31,7 @@ from geokafka.pipeline.assignment import Assignment, data_loss_error, fence_writ
 from geokafka.pipeline.failures import classify
 from geokafka.pipeline.query import FlowQuery
 from geokafka.pipeline.schedule import Backoff, Every, FlowState
+from geokafka.pipeline.startup import StartupTimeline
 from geokafka.topology.schema import Topology
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ class FlowRunner:
     clock: Callable[[], float] = time.monotonic
     clients: FlowClients | None = None
     store: StateStore | None = None
+    startup: StartupTimeline = field(default_factory=StartupTimeline.of_process)
     _query: FlowQuery | None = None
     _pairs: list[TopicPair] = field(default_factory=list)
     _backoff: Backoff = field(default_factory=Backoff)
@@ -129,25 +131,31 @@ class FlowRunner:
         and sync target topics, fence the flow's writers, read its progress, plan where each
         partition resumes. `mirror` runs it while Spark starts."""
         self._prepared = None
-        self.source_admin.check_reachable()
-        self.target_admin.check_reachable()
-        ensure_state_topic(self.target_admin)
-        self._pairs = self._target_pairs()
-        self._sync_topic_metadata()  # a restart (e.g. for new partitions) must not delay config/ACL sync
+        timeline = self.startup
+        with timeline.step("clusters checked"):
+            self.source_admin.check_reachable()
+            self.target_admin.check_reachable()
+            ensure_state_topic(self.target_admin)
+        with timeline.step("target topics"):
+            self._pairs = self._target_pairs()
+            self._sync_topic_metadata()  # a restart (e.g. for new partitions) must not delay config/ACL sync
         # Fence first: a killed writer's open transaction would hold the state topic's (and
         # every target topic's) last stable offset until it times out, and the state must be
         # read to its end.
-        fence_writers(self.name, self._pairs, self.target)
-        state = self._store.read()
+        with timeline.step("writers fenced"):
+            fence_writers(self.name, self._pairs, self.target)
+        with timeline.step("progress read"):
+            state = self._store.read()
         if state.role(self.name) == Role.FAILED_OVER:
             raise errors.FlowFailedOverError(
                 f"flow {self.name} was failed over to {self.flow.target}; run `geokafka failback {self.name}` instead"
             )
-        assignment = plan_assignment(
-            self.name, self.flow.start, self.flow.skip_gaps, self._pairs, self.source_admin, state
-        )
-        self._record_topic_ids(assignment, state)
-        self._max_message_bytes = self.target_admin.max_message_bytes([p.target for p in self._pairs])
+        with timeline.step("resume positions"):
+            assignment = plan_assignment(
+                self.name, self.flow.start, self.flow.skip_gaps, self._pairs, self.source_admin, state
+            )
+            self._record_topic_ids(assignment, state)
+            self._max_message_bytes = self.target_admin.max_message_bytes([p.target for p in self._pairs])
         self._prepared = assignment
 
     def _record_topic_ids(self, assignment: Assignment, state: StateSnapshot) -> None:
@@ -185,10 +193,12 @@ class FlowRunner:
             topic, _, partition = key.rpartition("/")
             self.progress.setdefault((topic, int(partition)), PartitionProgress()).next_offset = next_offset
         if self._pairs:
-            self._query = FlowQuery(
-                self.spark, self.name, self.flow, self.topology.pipeline, self.source, self.target, assignment,
-                {p.source: p.target for p in self._pairs}, self._record_batch, self._max_message_bytes,
-            )
+            with self.startup.step("query start"):
+                self._query = FlowQuery(
+                    self.spark, self.name, self.flow, self.topology.pipeline, self.source, self.target, assignment,
+                    {p.source: p.target for p in self._pairs}, self._record_batch, self._max_message_bytes,
+                )
+            self.startup.reached("query started")
         now = self.clock()
         self._refresh_job.push(now)
         self._sync_job.push(now)
@@ -425,6 +435,9 @@ class FlowRunner:
     def _record_batch(self, batch_id: int, rows: list[dict[str, Any]]) -> None:
         now = time.time()
         self.batches += 1
+        self.startup.reached("first epoch committed")
+        if any(row["written"] for row in rows) and self.startup.reached("first records committed"):
+            log.info("flow %s: first records replicated; %s", self.name, self.startup.summary())
         for row in rows:
             entry = self.progress.setdefault((row["topic"], row["partition"]), PartitionProgress())
             entry.next_offset = row["next_offset"]
