@@ -37,6 +37,8 @@ class BenchSizes:
     latency_s: float = 30.0
     realtime_epoch_s: int = EPOCH_S
     translation_groups: int = 1000
+    datasets: tuple[str, ...] = ("1k", "100b")
+    """Which record sizes to run: 1 KiB (with latency) and 100 B."""
 
 
 QUICK = BenchSizes(records=30_000, partitions=6, small_records=30_000, scaling=(1, 6), scaling_records=30_000,
@@ -73,8 +75,8 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
         "runs": {}, "scaling": [], "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
     }
     try:
-        datasets = [("1k", 1024, sizes.records, sizes.partitions, True),
-                    ("100b", 100, sizes.small_records, sizes.partitions, False)]
+        datasets = [d for d in [("1k", 1024, sizes.records, sizes.partitions, True),
+                                ("100b", 100, sizes.small_records, sizes.partitions, False)] if d[0] in sizes.datasets]
         create_topic(SRC, "bench.lat", sizes.partitions)
         for label, size, n, parts, with_latency in datasets:
             topic = f"bench.{label}"
@@ -96,7 +98,7 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
             run["ratios"] = ratios(run)
             report["runs"][label] = run
         for parts in sizes.scaling:
-            if parts == sizes.partitions and sizes.scaling_records == sizes.records:
+            if parts == sizes.partitions and sizes.scaling_records == sizes.records and "1k" in report["runs"]:
                 row = report["runs"]["1k"]["geokafka"]
             else:
                 topic = f"bench.p{parts}"

@@ -72,10 +72,12 @@ def render(report: dict[str, Any]) -> list[Table]:
 
 @click.command()
 @click.option("--quick", is_flag=True, help="small sizes (CI): 30k records, 6 partitions, 5 s latency")
+@click.option("--records", "datasets", type=click.Choice(["1k", "100b"]), multiple=True,
+              help="run only these record sizes (repeatable; default: both, 1 KiB with latency)")
 @click.option("--keep", is_flag=True, help="leave the bench clusters running afterwards")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="JSON report path (default reports/bench-<time>.json)")
 @pass_ctx
-def bench(ctx: CliContext, quick: bool, keep: bool, out: Path | None) -> None:
+def bench(ctx: CliContext, quick: bool, datasets: tuple[str, ...], keep: bool, out: Path | None) -> None:
     """Throughput, latency, CPU and memory: Kafka's perf tools vs MirrorMaker 2 vs geokafka.
 
     \b
@@ -91,6 +93,8 @@ def bench(ctx: CliContext, quick: bool, keep: bool, out: Path | None) -> None:
     Throughput counts from the first record written on the target to the last one visible
     (process start excluded); latency is produce -> visible to read_committed under a steady load.
     """
+    from dataclasses import replace
+
     from geokafka.bench.run import FULL, QUICK, run_bench
 
     t0 = time.monotonic()
@@ -98,7 +102,10 @@ def bench(ctx: CliContext, quick: bool, keep: bool, out: Path | None) -> None:
     def say(text: str) -> None:
         ctx.info(f"[bold cyan]{time.monotonic() - t0:6.1f}s[/] {text}")
 
-    report = run_bench(Path(".geokafka") / "bench", QUICK if quick else FULL, say, keep=keep)
+    sizes = QUICK if quick else FULL
+    if datasets:
+        sizes = replace(sizes, datasets=tuple(dict.fromkeys(datasets)))
+    report = run_bench(Path(".geokafka") / "bench", sizes, say, keep=keep)
     report["mode"] = "quick" if quick else "full"
     path = out or Path("reports") / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
