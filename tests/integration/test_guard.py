@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from drill_util import run_drill_explained
 
-from geokafka.drills.stretch import StretchDrillOptions, run_stretch_drill
+from geokafka.drills.stretch import StretchDrillOptions
 from geokafka.drills.stretch import stretch_cluster as sc
 from geokafka.drills.stretch.guarded import GuardThread
 from geokafka.infra.local_cluster import kill_node
@@ -25,7 +26,7 @@ LAYOUT = "2.5dc"
 def test_guard_resumes_writes_after_a_dc_loss_and_undoes_it_when_the_dc_returns(tmp_path: Path) -> None:
     opts = StretchDrillOptions(layout_name=LAYOUT, stretch=PRESETS[LAYOUT], home=tmp_path / "drill",
                                out_dir=tmp_path / "reports", guard_grace_s=8.0)
-    result = run_stretch_drill(opts)  # raises DrillFailedError if reality disagrees with the plan
+    result = run_drill_explained(opts)  # fails, with the evidence, if reality disagrees with the plan
     report = result.report
     measured, guard = report["measured"], report["guard"]
     assert report["plan"]["quorum"]["survives"] and report["plan"]["writes"] == "manual"

@@ -12,8 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from drill_util import run_drill_explained
 
-from geokafka.drills.stretch import StretchDrillOptions, run_stretch_drill
+from geokafka.drills.stretch import StretchDrillOptions
 from geokafka.drills.stretch.stretch_cluster import cluster_spec
 from geokafka.infra.local_cluster import running_nodes
 from geokafka.planning import PRESETS, layout_of
@@ -35,7 +36,7 @@ def assert_nothing_left_running(opts: StretchDrillOptions) -> None:
 
 def test_three_dcs_lose_a_dc_with_no_acked_loss_and_no_manual_action(tmp_path: Path) -> None:
     opts = options("3dc", tmp_path)
-    result = run_stretch_drill(opts)
+    result = run_drill_explained(opts)
     report = result.report
     measured = report["measured"]
     assert report["lost_dc"] == "dc1"
@@ -51,7 +52,7 @@ def test_three_dcs_lose_a_dc_with_no_acked_loss_and_no_manual_action(tmp_path: P
 
 def test_two_dcs_with_a_2_plus_1_quorum_split_lose_the_quorum_as_planned(tmp_path: Path) -> None:
     opts = options("2dc", tmp_path)
-    result = run_stretch_drill(opts)
+    result = run_drill_explained(opts)
     report = result.report
     measured = report["measured"]
     assert report["lost_dc"] == "dc1"  # the DC holding 2 of the 3 voters
@@ -72,7 +73,7 @@ def test_two_dcs_manual_steps_restore_writes_without_losing_acked_records(tmp_pa
     opts = options("2dc", tmp_path, recover=True)
     # ports of its own (31142-31145, 31242-31244), apart from the 2dc test that may have just ended
     opts = replace(opts, stretch=opts.stretch.model_copy(update={"base_port": 31142}))
-    result = run_stretch_drill(opts)
+    result = run_drill_explained(opts)
     measured = result.report["measured"]
     steps = [s["step"] for s in result.report["recovery"]["steps"]]
     assert steps[0] == "quorum restored without dc1"
