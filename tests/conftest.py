@@ -11,7 +11,10 @@ user: everything is allowed as before, and ACLs for other principals can be stor
 from __future__ import annotations
 
 import os
+import re
+import signal
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -79,12 +82,53 @@ def local_clusters(base_topology: Topology) -> Iterator[dict[str, LocalClusterSp
     """east, west and south running for the whole session."""
     specs = local_cluster_specs(base_topology)
     ensure_archive()  # ./run built it already; a bare pytest builds it here (once per machine)
+    stop_orphaned_nodes(specs)
     try:
         start_clusters(specs, timeout_s=180)
         yield {spec.name: spec for spec in specs}
     finally:
         for spec in specs:
             stop_cluster(spec)
+
+
+def stop_orphaned_nodes(specs: list[LocalClusterSpec]) -> None:
+    """Kill Kafka nodes of an earlier test run that hold this worker's ports.
+
+    A pytest-xdist worker that crashes skips its teardown, and its session brokers keep its ports
+    (seen: a worker aborted, and every test of that worker in the next run on the machine failed
+    to start its clusters). Only nodes started from another pytest temp dir are touched.
+    """
+    ours = {port for spec in specs for node in spec.nodes for port in (node.broker_port, node.controller_port) if port}
+    homes = tuple(str(spec.home) for spec in specs)
+    victims = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            config = Path(args[args.index("kafka.Kafka") + 1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if "/pytest-of-" not in str(config) or str(config).startswith(homes):
+            continue
+        try:
+            listeners = next(line for line in config.read_text().splitlines() if line.startswith("listeners="))
+        except (OSError, StopIteration):
+            continue
+        if {int(port) for port in re.findall(r":(\d+)", listeners)} & ours:
+            os.kill(int(entry.name), signal.SIGKILL)
+            victims.append(int(entry.name))
+    deadline = time.monotonic() + 30
+    while victims and time.monotonic() < deadline:  # their ports are free once they are gone
+        victims = [pid for pid in victims if _running(pid)]
+        time.sleep(0.2)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 @pytest.fixture(scope="session")
