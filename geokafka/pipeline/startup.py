@@ -7,13 +7,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 def process_age_s() -> float:
     """Seconds since this process started (Linux /proc; 0.0 where that cannot be read)."""
     try:
-        started_ticks = int(open("/proc/self/stat", encoding="ascii").read().rsplit(")", 1)[1].split()[19])
-        uptime_s = float(open("/proc/uptime", encoding="ascii").read().split()[0])
+        started_ticks = int(Path("/proc/self/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()[19])
+        uptime_s = float(Path("/proc/uptime").read_text(encoding="ascii").split()[0])
     except (OSError, IndexError, ValueError):
         return 0.0
     return max(0.0, uptime_s - started_ticks / os.sysconf("SC_CLK_TCK"))
