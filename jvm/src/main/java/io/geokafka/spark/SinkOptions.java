@@ -53,6 +53,11 @@ public final class SinkOptions implements Serializable {
         return new SinkOptions(options);
     }
 
+    /** Parse the same options written as one JSON object of strings (as the driver hands them over py4j). */
+    public static SinkOptions fromJson(String json) {
+        return parse(stringMap(json));
+    }
+
     /** A copy with other expectations (the driver's view before an epoch). */
     SinkOptions withExpected(Map<String, long[]> next) {
         SinkOptions copy = new SinkOptions(this);

@@ -60,9 +60,8 @@ public final class SinkRegistry {
      * the background: on a fresh JVM that takes ~2 s, which then overlaps the query's planning and
      * code generation instead of following them. The first epoch waits for it ({@link #awaitWarm}).
      */
-    public static void warmAhead(String optionsJson) throws JsonProcessingException {
-        Map<String, String> raw = JSON.readValue(optionsJson, new com.fasterxml.jackson.core.type.TypeReference<Map<String, String>>() {});
-        SinkOptions options = SinkOptions.parse(raw);
+    public static void warmAhead(String optionsJson) {
+        SinkOptions options = SinkOptions.fromJson(optionsJson);
         WARMING.put(options.queryKey, java.util.concurrent.CompletableFuture.runAsync(() -> ProducerPool.warm(options),
                 r -> {
                     Thread t = new Thread(r, "geokafka-warm-" + options.flow);
