@@ -25,7 +25,14 @@ from kafka_util import port_base
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.kafka_class_archive_build import ensure_archive
-from geokafka.infra.local_cluster import LOCAL_JVM_OPTIONS_ENV, LocalClusterSpec, start_clusters, stop_cluster
+from geokafka.infra.local_cluster import (
+    LOCAL_JVM_OPTIONS_ENV,
+    LocalClusterSpec,
+    port_is_free,
+    start_clusters,
+    stop_cluster,
+)
+from geokafka.infra.processes import signal_process
 from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
 from geokafka.topology import Topology, parse_topology
 
@@ -96,39 +103,28 @@ def stop_orphaned_nodes(specs: list[LocalClusterSpec]) -> None:
 
     A pytest-xdist worker that crashes skips its teardown, and its session brokers keep its ports
     (seen: a worker aborted, and every test of that worker in the next run on the machine failed
-    to start its clusters). Only nodes started from another pytest temp dir are touched.
+    to start its clusters). Only nodes started from another pytest temp dir are touched, and only
+    while that dir (their config and PID file) still exists: pytest keeps the last three.
     """
     ours = {port for spec in specs for node in spec.nodes for port in (node.broker_port, node.controller_port) if port}
     homes = tuple(str(spec.home) for spec in specs)
-    victims = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
             config = Path(args[args.index("kafka.Kafka") + 1])
-        except (OSError, ValueError, IndexError):
-            continue
-        if "/pytest-of-" not in str(config) or str(config).startswith(homes):
-            continue
-        try:
+            if "/pytest-of-" not in str(config) or str(config).startswith(homes):
+                continue
             listeners = next(line for line in config.read_text().splitlines() if line.startswith("listeners="))
-        except (OSError, StopIteration):
+        except (OSError, ValueError, IndexError, StopIteration):
             continue
-        if {int(port) for port in re.findall(r":(\d+)", listeners)} & ours:
-            os.kill(int(entry.name), signal.SIGKILL)
-            victims.append(int(entry.name))
-    deadline = time.monotonic() + 30
-    while victims and time.monotonic() < deadline:  # their ports are free once they are gone
-        victims = [pid for pid in victims if _running(pid)]
-        time.sleep(0.2)
-
-
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
+        held = {int(port) for port in re.findall(r":(\d+)", listeners)} & ours
+        if held and signal_process(config.parent / "kafka.pid", signal.SIGKILL):
+            # a killed JVM's main thread is a zombie while its other threads still close their sockets
+            deadline = time.monotonic() + 30
+            while not all(port_is_free(port) for port in held) and time.monotonic() < deadline:
+                time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
