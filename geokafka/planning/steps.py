@@ -68,15 +68,30 @@ def failover_steps(layout: Layout, verdict: Verdict) -> tuple[str, ...]:
             f"--add-config min.insync.replicas={left}): until failback, acked records live outside {failure.name} "
             f"only."
         )
-    if any(not o.rpo_zero and o.affected and not o.offline for o in verdict.outcomes) and steps:
+    led = [o for o in verdict.outcomes if o.affected and not o.offline]
+    if steps and (not verdict.quorum_survives and led or any(not o.rpo_zero for o in led)):
+        why = [f"its ISR held only replicas in {failure.name}"] if any(not o.rpo_zero for o in led) else []
+        if not verdict.quorum_survives:
+            # Kafka 4.1 (KIP-966): a broker that comes back from an unclean shutdown leaves the ISR
+            # and the eligible leader replicas, so survivors restarted above can all be ineligible
+            why.append("every surviving replica was restarted (an unclean shutdown takes a broker out of "
+                       "the ISR and the eligible leader replicas)")
         steps.append(
-            "Only if a partition stays leaderless because its ISR held only replicas in "
-            f"{failure.name}: kafka-leader-election --bootstrap-server <a broker outside {failure.name}> "
-            "--election-type UNCLEAN --topic <topic> --partition <partition>. This loses the records "
-            "that only the lost replicas had."
+            f"Only if a partition stays leaderless because {' or '.join(why)}: find the surviving replica "
+            "with the highest last offset (kafka-dump-log --files <its last segment> on each broker; the "
+            "election takes the first live replica of the partition's replica list, so reorder that list "
+            "with kafka-reassign-partitions first if another replica is ahead), then kafka-leader-election "
+            f"--bootstrap-server <a broker outside {failure.name}> --election-type UNCLEAN --topic <topic> "
+            "--partition <partition>. This loses the records that the elected replica lacks."
         )
     if steps and not all(o.offline for o in verdict.outcomes if o.affected):
-        steps.append("Producers and consumers resume by themselves (they refresh metadata); nothing to change on clients.")
+        if verdict.quorum_survives:
+            steps.append("Producers and consumers resume by themselves (they refresh metadata); nothing to change "
+                         "on clients.")
+        else:
+            steps.append("Producers and consumers resume by themselves (they refresh metadata), except an "
+                         "idempotent producer that stopped with a fatal error (OUT_OF_ORDER_SEQUENCE_NUMBER: a "
+                         "partition's new leader disagrees with its sequence numbers): the application must create a new one.")
     return tuple(steps)
 
 

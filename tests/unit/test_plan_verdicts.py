@@ -218,3 +218,17 @@ def test_printed_commands_name_a_bootstrap_server_and_the_topic() -> None:
     commands = [s for s in steps if "kafka-configs" in s or "kafka-leader-election" in s or "kafka-topics" in s]
     assert commands and all("--bootstrap-server" in s for s in commands)
     assert any("--entity-name orders" in s for s in commands)
+
+
+def test_quorum_loss_steps_end_with_an_unclean_election_for_leaderless_partitions() -> None:
+    """Restarted survivors come back out of the ISR and the eligible leader replicas (KIP-966): the
+    last resort for a partition without a leader is an unclean election of its most complete replica."""
+    dc1 = plan_stretch(PRESETS["2dc"]).verdict_for_dc("dc1")
+    assert not dc1.quorum_survives and dc1.rpo_zero
+    election = next(s for s in dc1.steps if s.startswith("Only if a partition stays leaderless"))
+    assert "every surviving replica was restarted" in election and "--election-type UNCLEAN" in election
+    assert "highest last offset" in election
+    assert dc1.steps.index(election) > next(i for i, s in enumerate(dc1.steps) if s.startswith("Lower min.insync"))
+    assert "OUT_OF_ORDER_SEQUENCE_NUMBER" in dc1.steps[-1]
+    kept = plan_stretch(PRESETS["3dc"]).verdict_for_dc("dc1")
+    assert kept.quorum_survives and not any("leaderless" in s or "OUT_OF_ORDER" in s for s in kept.steps)
