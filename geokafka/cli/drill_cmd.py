@@ -32,6 +32,10 @@ def drill() -> None:
 @click.option("--heap-mb", type=click.IntRange(MIN_HEAP_MB, 4096), default=256, help="JVM heap of each Kafka process")
 @click.option("--recover/--no-recover", default=False,
               help="after the observation window, run the plan's manual steps and measure the RTO they give")
+@click.option("--kill-survivors", is_flag=True,
+              help="with --recover: the surviving DC's broker-only nodes go down hard too and restart with the "
+                   "new voter set (they come back out of the ISR, so leaderless partitions need the plan's "
+                   "unclean election step)")
 @click.option("--guard", "guard", is_flag=True,
               help="run `geokafka guard` through the drill instead of manual steps; then bring the DC back and "
                    "check that the guard restores min.insync.replicas and the preferred leaders")
@@ -42,7 +46,8 @@ def drill() -> None:
 @click.option("--json", "json_flag", is_flag=True, help="print the report as JSON (as `geokafka --json drill stretch`)")
 @pass_ctx
 def stretch(ctx: CliContext, layout: str, dc: str | None, kill_after: float, observe: float, rate: float,
-            heap_mb: int, recover: bool, guard: bool, guard_grace: float, out: Path, json_flag: bool) -> None:
+            heap_mb: int, recover: bool, kill_survivors: bool, guard: bool, guard_grace: float, out: Path,
+            json_flag: bool) -> None:
     """Lose one DC of a real local stretched cluster and compare RPO/RTO with `geokafka plan`.
 
     Starts the layout as local KRaft processes (broker.rack = DC, controllers placed per DC,
@@ -61,7 +66,7 @@ def stretch(ctx: CliContext, layout: str, dc: str | None, kill_after: float, obs
     opts = StretchDrillOptions(
         layout_name=layout, stretch=stretch_block, home=(state_dir / "drills" / f"stretch-{layout}").absolute(),
         out_dir=out, dc=dc, kill_after_s=kill_after, observe_s=observe, rate=rate, heap_mb=heap_mb,
-        recover=recover and not guard, guard_grace_s=guard_grace if guard else None,
+        recover=recover and not guard, guard_grace_s=guard_grace if guard else None, kill_brokers=kill_survivors,
     )
     with terminate_as_interrupt():  # `kill` still stops every process the drill started
         if ctx.json_output:

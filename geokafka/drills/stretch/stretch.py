@@ -68,6 +68,10 @@ class StretchDrillOptions:
     """Run `geokafka guard` (with this grace period) through the drill instead of manual steps,
     then bring the DC back and watch the guard undo what it did."""
     return_timeout_s: float = 150.0
+    kill_brokers: bool = False
+    """Manual steps: the broker-only survivors go down hard too (power lost at the surviving site)
+    and restart with the new voter set; they come back unclean, so partitions need the plan's
+    unclean election step."""
 
 
 @dataclass(frozen=True)
@@ -319,7 +323,8 @@ def _recover(traffic: _Traffic, cluster: sc.DrillCluster, verdict: Verdict, plan
     if not verdict.quorum_survives:
         on_event("manual step: restart the surviving controllers with a voter set that lists only them")
         notes: list[str] = []
-        traffic.pump_while(lambda: sc.restart_with_survivors(cluster, dc, 120, notes), on_tick, limit_s=210)
+        traffic.pump_while(lambda: sc.restart_with_survivors(cluster, dc, 120, notes, opts.kill_brokers),
+                           on_tick, limit_s=210)
         done.append({"at_s": round(time.monotonic() - t0, 2), "step": "quorum restored without " + dc})
         for note in notes:
             on_event(note)
@@ -338,6 +343,8 @@ def _recover(traffic: _Traffic, cluster: sc.DrillCluster, verdict: Verdict, plan
         on_event(f"manual step: lower min.insync.replicas to {lower}")
         traffic.pump_while(lambda: sc.lower_min_isr(bootstrap, lower), on_tick, limit_s=60)
         done.append({"at_s": round(time.monotonic() - t0, 2), "step": f"min.insync.replicas lowered: {lower}"})
+    if not elected:
+        _elect_leaderless(traffic, bootstrap, expected, live, on_event, on_tick, done)
     since = time.monotonic()
 
     def back() -> bool:
@@ -346,8 +353,28 @@ def _recover(traffic: _Traffic, cluster: sc.DrillCluster, verdict: Verdict, plan
     traffic.pump(since + opts.recover_timeout_s, on_tick, stop=back)
     on_event(f"after the manual steps: {len(set(traffic.log.resumed_at(since)) & expected)}/{len(expected)} "
              f"partitions accept writes")
+    for at, name in traffic.log.producer_restarts:
+        on_event(f"the producer stopped with the fatal error {name} at t={at - t0:.1f}s and was replaced "
+                 "(as an application must)")
     traffic.pump(time.monotonic() + 3.0, on_tick)
     return done
+
+
+def _elect_leaderless(traffic: _Traffic, bootstrap: str, expected: set[tuple[str, int]], live: set[int],
+                      on_event: Event, on_tick: Event, done: list[dict[str, Any]]) -> None:
+    """The plan's last resort: an unclean election on the partitions that still have no leader.
+
+    Nobody can choose the replica here (the controller takes the first live one of the replica
+    list); the drill's read-back then counts every acked record the election lost.
+    """
+    stuck = traffic.pump_while(lambda: sc.leaderless(bootstrap, expected, live), on_tick, limit_s=20)
+    if not stuck:
+        return
+    on_event(f"manual step: unclean leader election on {len(stuck)} leaderless partitions")
+    errors = traffic.pump_while(lambda: sc.elect_unclean(bootstrap, stuck), on_tick, limit_s=60)
+    failed = f" ({len(errors)} refused: {next(iter(errors.values()))})" if errors else ""
+    done.append({"at_s": round(time.monotonic() - traffic.log.t0, 2),
+                 "step": f"unclean leader election on {len(stuck)} leaderless partitions{failed}"})
 
 
 def _delay(at: float | None, kill_time: float, until: float) -> float | None:
@@ -404,6 +431,8 @@ def _report(opts: StretchDrillOptions, plan: StretchPlan, verdict: Verdict, clus
             "acked_unreadable": obs.acked_unreadable,
             "unreadable_partitions": {f"{t}-{p}": why for (t, p), why in (readback.unreadable if readback else {}).items()},
             "send_failures": dict(traffic.log.failures),
+            "producer_restarts": [{"after_kill_s": round(at - kill_time, 2), "error": name}
+                                  for at, name in traffic.log.producer_restarts],
             "rpo_zero": obs.acked_lost == 0 and obs.acked_unreadable == 0,
             "rto_s": rto,
             "rto_kind": None if rto is None else ("after manual steps" if obs.recovered else "automatic"),

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import KafkaError
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -250,7 +250,7 @@ def metadata_writable(bootstrap: str, probe_topic: str, broker: int, timeout_s: 
 
 
 def restart_with_survivors(cluster: DrillCluster, lost_dc: str, timeout_s: float,
-                           notes: list[str] | None = None) -> DrillCluster:
+                           notes: list[str] | None = None, kill_brokers: bool = False) -> DrillCluster:
     """Restore the quorum without ``lost_dc``: restart the surviving controllers with a voter set of survivors only.
 
     The KRaft analog of the seed's "remove the lost DC's ZooKeepers from the configuration and
@@ -264,6 +264,9 @@ def restart_with_survivors(cluster: DrillCluster, lost_dc: str, timeout_s: float
     Then, and only then, it is stopped cleanly and started with the new voter set (its cached
     quorum state removed: a leader outside the new voter set stops it at start), and ``notes``
     says so: it comes back registered, but may no longer be an eligible leader.
+    With ``kill_brokers`` every broker-only survivor is killed and started that way too (the
+    surviving site lost power as well): each comes back from an unclean shutdown, which takes it
+    out of the ISR and the eligible leader replicas (Kafka 4.1, KIP-966).
     """
     survivors = tuple(n for n in cluster.spec.nodes if cluster.dc_of[n.node_id] != lost_dc)
     reduced = LocalClusterSpec(name=cluster.spec.name, home=cluster.spec.home, nodes=survivors,
@@ -272,12 +275,16 @@ def restart_with_survivors(cluster: DrillCluster, lost_dc: str, timeout_s: float
     for node in controllers:
         kill_node(cluster.spec, node.node_id, signal.SIGKILL)
     _start_until_ready(reduced, controllers, min(timeout_s, 60.0), allow_missing=True)
-    missing = [n for n in survivors if not n.is_controller and n.node_id not in registered_brokers(reduced)]
+    registered = set() if kill_brokers else registered_brokers(reduced)
+    missing = [n for n in survivors if not n.is_controller and n.node_id not in registered]
     for node in missing:
         if notes is not None:
-            notes.append(f"broker {node.node_id} kept following the dead quorum leader; restarted with the "
-                         "survivors' voter set")
-        stop_node_cleanly(cluster.spec, node.node_id, timeout_s=60.0)
+            how = "killed and" if kill_brokers else "kept following the dead quorum leader;"
+            notes.append(f"broker {node.node_id} {how} restarted with the survivors' voter set")
+        if kill_brokers:
+            kill_node(cluster.spec, node.node_id, signal.SIGKILL)
+        else:
+            stop_node_cleanly(cluster.spec, node.node_id, timeout_s=60.0)
         (cluster.spec.node_dir(node.node_id) / "data" / "__cluster_metadata-0" / "quorum-state").unlink(missing_ok=True)
     _start_until_ready(reduced, missing, timeout_s)
     dc_of = {n.node_id: cluster.dc_of[n.node_id] for n in survivors}
@@ -354,6 +361,47 @@ def wait_for_leaders(bootstrap: str, partitions: set[tuple[str, int]], live: set
             pass
         time.sleep(0.5)
     return False
+
+
+def leaderless(bootstrap: str, partitions: set[tuple[str, int]], live: set[int]) -> set[tuple[str, int]]:
+    """The partitions of ``partitions`` without a leader among ``live`` brokers now (all of them if
+    the cluster does not answer)."""
+    admin = AdminClient(quiet_client(bootstrap, "leaders"))
+    try:
+        topics = admin.list_topics(timeout=10).topics
+    except Exception:  # noqa: BLE001 - an unanswered question is "all"
+        return set(partitions)
+    return {(t, p) for t, p in partitions
+            if t not in topics or p not in topics[t].partitions or topics[t].partitions[p].leader not in live}
+
+
+def elect_unclean(bootstrap: str, partitions: set[tuple[str, int]], timeout_s: float = 30.0) -> dict[tuple[str, int], str]:
+    """Run an unclean leader election on ``partitions``; return each one's error, if it has one.
+
+    The controller elects the first live replica of each partition's replica list (Kafka 4.1's
+    ``PartitionChangeBuilder``), with an ISR of just that replica: records it lacks are lost.
+    Retried until ``timeout_s`` while the controller refuses the request as a whole.
+    """
+    admin = AdminClient(quiet_client(bootstrap, "election"))
+    wanted = [TopicPartition(t, p) for t, p in sorted(partitions)]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            # no request_timeout/operation_timeout: confluent-kafka 2.16's binding rejects them
+            # (SystemError "more argument specifiers than keyword list entries"); the result's
+            # time-out bounds the wait instead
+            results = admin.elect_leaders(ElectionType.UNCLEAN, wanted).result(timeout=15)
+            break
+        except (KafkaException, TimeoutError) as exc:
+            if time.monotonic() > deadline:
+                raise KafkaOperationError(f"unclean leader election of {len(wanted)} partitions failed: {exc}") from exc
+            time.sleep(0.5)
+    errors: dict[tuple[str, int], str] = {}
+    for tp, error in results.items():
+        # ELECTION_NOT_NEEDED: a leader was elected meanwhile, which is what the step wants
+        if error is not None and kafka_error_code(error) != KafkaError.ELECTION_NOT_NEEDED:
+            errors[(tp.topic, tp.partition)] = str(error)
+    return errors
 
 
 def lower_min_isr(bootstrap: str, values: dict[str, int], timeout_s: float = 30.0) -> None:

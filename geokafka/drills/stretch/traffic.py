@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from geokafka.control.state_records import TopicPartitionKey
@@ -50,6 +50,8 @@ class AckLog:
     sent_to: dict[int, TopicPartitionKey] = field(default_factory=dict)
     acked: dict[int, tuple[TopicPartitionKey, int, float]] = field(default_factory=dict)
     failures: Counter[str] = field(default_factory=Counter)
+    producer_restarts: list[tuple[float, str]] = field(default_factory=list)
+    """(monotonic time, fatal error name) of each producer the drill had to replace."""
 
     def on_delivery(self, err: KafkaError | None, msg: object) -> None:
         """Delivery callback: record the ack (partition, offset, time) or the error's name."""
@@ -83,7 +85,7 @@ class PacedProducer:
 
     def __init__(self, bootstrap: str, acks: str, partitions: list[TopicPartitionKey], rate: float, log: AckLog,
                  request_timeout_ms: int = PRODUCER_REQUEST_TIMEOUT_MS) -> None:
-        self._producer = Producer(quiet_client(bootstrap, "producer", **{
+        self._settings = quiet_client(bootstrap, "producer", **{
             "client.id": "geokafka-drill-producer",
             "acks": acks,
             "enable.idempotence": acks == "all",
@@ -91,7 +93,8 @@ class PacedProducer:
             "message.timeout.ms": 600_000,
             "request.timeout.ms": request_timeout_ms,
             "topic.metadata.refresh.interval.ms": 2_000,
-        }))
+        })
+        self._producer = Producer(self._settings)
         self._partitions = partitions
         self._interval = 1.0 / rate
         self._log = log
@@ -104,10 +107,30 @@ class PacedProducer:
             now = time.monotonic()
             if now >= until:
                 return
-            while self._next <= now:
-                self._send(now)
-                self._next += self._interval
-            self._producer.poll(min(0.01, max(0.0, until - now)))
+            try:
+                while self._next <= now:
+                    self._send(now)
+                    self._next += self._interval
+                self._producer.poll(min(0.01, max(0.0, until - now)))
+            except KafkaException as exc:
+                if not _is_fatal(exc):
+                    raise
+                self._replace(exc)
+
+    def _replace(self, exc: KafkaException) -> None:
+        """Do what an application must after a fatal producer error: drop the producer, start a new one.
+
+        An idempotent producer stops for good when a partition's new leader disagrees with its
+        sequence numbers (OUT_OF_ORDER_SEQUENCE_NUMBER; seen after the 2-DC quorum recovery: the
+        new leader held batches the producer had sent but never seen acknowledged). Its queued
+        and in-flight records are purged, so they count as not acknowledged.
+        """
+        name = exc.args[0].name()
+        self._log.failures[f"fatal {name}"] += 1
+        self._log.producer_restarts.append((time.monotonic(), name))
+        self._producer.purge(in_queue=True, in_flight=True, blocking=False)
+        self._producer.poll(0)  # the purged records' delivery callbacks
+        self._producer = Producer(self._settings)
 
     def _send(self, now: float) -> None:
         topic, partition = self._partitions[self._seq % len(self._partitions)]
@@ -128,6 +151,11 @@ class PacedProducer:
             self._producer.purge(in_queue=True, in_flight=True, blocking=False)
             self._producer.flush(5)
         return left
+
+
+def _is_fatal(exc: KafkaException) -> bool:
+    err = exc.args[0] if exc.args else None
+    return isinstance(err, KafkaError) and err.fatal()
 
 
 class LiveConsumer(threading.Thread):
