@@ -1,58 +1,35 @@
 """Session fixtures: real local Kafka clusters and one shared SparkSession.
 
-Ports: east 21092-21094, west 22092, south 23092 (controllers +100) in a run without workers or
-in pytest-xdist's worker gw0; gw1 and gw2 start their own clusters lower down (see
-``kafka_util.port_base``): below the kernel's ephemeral range (32768-60999), so an outgoing
-connection can never hold one. GEOKAFKA_TEST_PORT_BASE moves them (to run two suites side by side).
-west and south run an ACL authorizer with the (PLAINTEXT, ANONYMOUS) test clients as super
-user: everything is allowed as before, and ACLs for other principals can be stored and copied.
+The session's clusters (east 11592-11594, west 12592, south 13592, controllers +100; moved with
+GEOKAFKA_TEST_SHARED_PORT_BASE) are started once per run and shared by every pytest-xdist
+worker: below the kernel's ephemeral range (32768-60999), so an outgoing connection can never
+hold one. Tests that kill or pause their brokers live in ``integration/private/`` and get
+clusters of their own on their worker's port base (``kafka_util.port_base``). west and south run
+an ACL authorizer with the (PLAINTEXT, ANONYMOUS) test clients as super user: everything is
+allowed as before, and ACLs for other principals can be stored and copied.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
-import re
-import signal
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from kafka_util import port_base
+from cluster_util import stop_orphaned_nodes, topology_on
+from kafka_util import shared_port_base
 
 from geokafka.control.connection import ClusterConnection, connection
-from geokafka.infra.clusters import local_cluster_specs
+from geokafka.infra.clusters import local_cluster_spec
 from geokafka.infra.kafka_class_archive_build import ensure_archive
-from geokafka.infra.local_cluster import (
-    LOCAL_JVM_OPTIONS_ENV,
-    LocalClusterSpec,
-    port_is_free,
-    start_clusters,
-    stop_cluster,
-)
-from geokafka.infra.processes import signal_process
+from geokafka.infra.local_cluster import LOCAL_JVM_OPTIONS_ENV, LocalClusterSpec, start_clusters, stop_cluster
 from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
-from geokafka.topology import Topology, parse_topology
+from geokafka.topology import Topology
 
-TEST_TOPOLOGY = """
-clusters:
-  east:
-    bootstrap: 127.0.0.1:{east}
-    local: {{brokers: 3, racks: [east-a, east-b, east-c], heap_mb: 320, broker_config: {idle}}}
-  west:
-    bootstrap: 127.0.0.1:{west}
-    local: {{brokers: 1, heap_mb: 320, broker_config: {authorizer}}}
-  south:
-    bootstrap: 127.0.0.1:{south}
-    local: {{brokers: 1, heap_mb: 320, broker_config: {authorizer}}}
-pipeline:
-  master: "local[2]"
-  state_dir: {state_dir}
-  trigger_ms: 100
-  topic_refresh_s: 5
-"""
 # The suite starts ~20 brokers per worker that live minutes and see little traffic: the quick
 # compiler alone starts a 3-node cluster in ~40% less CPU (10 s against 16-18 s) and idles lower.
 # Subprocesses (geokafka up, drills) inherit it; a real cluster never sees it.
@@ -61,13 +38,6 @@ os.environ.setdefault(LOCAL_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
 # contenders): a session in 6 instead of 10-12 CPU s, its first job in 4-5 instead of 7-8.
 os.environ.setdefault(SPARK_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
 
-# Session brokers mostly wait between tests: a follower's fetch and the controller's no-op record
-# every 5 s instead of 0.5 s cost a 3-node cluster 2.8 instead of 4.6 CPU s a minute; neither adds
-# latency (a fetch returns as soon as records arrive).
-IDLE = '"metadata.max.idle.interval.ms": "5000", "replica.fetch.wait.max.ms": "5000"'
-AUTHORIZER = ('{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", '
-              '"super.users": "User:ANONYMOUS", ' + IDLE + '}')
-
 
 @pytest.fixture(scope="session")
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -75,56 +45,59 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("geokafka-state")
 
 
+def shared_home(config: pytest.Config) -> Path:
+    """Where the shared clusters live: under the run's base temp dir, which pytest-xdist's workers
+    share with their controller (each worker's own is a sub-directory of it)."""
+    base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    return (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "shared-clusters"
+
+
+def shared_specs(config: pytest.Config) -> list[LocalClusterSpec]:
+    """The specs of the clusters every worker shares, homed in :func:`shared_home`."""
+    home = shared_home(config)
+    return [local_cluster_spec(name, cluster, home)
+            for name, cluster in topology_on(home, shared_port_base()).clusters.items() if cluster.local]
+
+
 @pytest.fixture(scope="session")
 def base_topology(state_dir: Path) -> Topology:
-    """The test clusters, with no flows."""
-    base = port_base()
-    text = TEST_TOPOLOGY.format(state_dir=state_dir, east=base + 92, west=base + 1092, south=base + 2092,
-                                authorizer=AUTHORIZER, idle="{" + IDLE + "}")
-    return parse_topology(text, "tests/conftest.py")
+    """The shared test clusters, with no flows (the pipeline's state stays this process's own)."""
+    return topology_on(state_dir, shared_port_base())
 
 
 @pytest.fixture(scope="session")
-def local_clusters(base_topology: Topology) -> Iterator[dict[str, LocalClusterSpec]]:
-    """east, west and south running for the whole session."""
-    specs = local_cluster_specs(base_topology)
+def local_clusters(pytestconfig: pytest.Config) -> Iterator[dict[str, LocalClusterSpec]]:
+    """east, west and south running for the whole run, shared by every pytest-xdist worker.
+
+    The first worker to ask starts them (under a file lock); the xdist controller stops them when
+    every worker is done (``pytest_sessionfinish``); a run without workers stops them itself.
+    Tests that kill or pause session brokers must not use them: they live in
+    ``integration/private/``, whose conftest gives each module clusters of its own.
+    """
+    specs = shared_specs(pytestconfig)
+    home = shared_home(pytestconfig)
+    home.mkdir(parents=True, exist_ok=True)
     ensure_archive()  # ./run built it already; a bare pytest builds it here (once per machine)
-    stop_orphaned_nodes(specs)
+    with open(home / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (home / "ready").exists():
+            stop_orphaned_nodes(specs)
+            start_clusters(specs, timeout_s=180)
+            (home / "ready").touch()
     try:
-        start_clusters(specs, timeout_s=180)
         yield {spec.name: spec for spec in specs}
     finally:
-        for spec in specs:
-            stop_cluster(spec)
+        if "PYTEST_XDIST_WORKER" not in os.environ:
+            stop_shared(pytestconfig)
 
 
-def stop_orphaned_nodes(specs: list[LocalClusterSpec]) -> None:
-    """Kill Kafka nodes of an earlier test run that hold this worker's ports.
-
-    A pytest-xdist worker that crashes skips its teardown, and its session brokers keep its ports
-    (seen: a worker aborted, and every test of that worker in the next run on the machine failed
-    to start its clusters). Only nodes started from another pytest temp dir are touched, and only
-    while that dir (their config and PID file) still exists: pytest keeps the last three.
-    """
-    ours = {port for spec in specs for node in spec.nodes for port in (node.broker_port, node.controller_port) if port}
-    homes = tuple(str(spec.home) for spec in specs)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-            config = Path(args[args.index("kafka.Kafka") + 1])
-            if "/pytest-of-" not in str(config) or str(config).startswith(homes):
-                continue
-            listeners = next(line for line in config.read_text().splitlines() if line.startswith("listeners="))
-        except (OSError, ValueError, IndexError, StopIteration):
-            continue
-        held = {int(port) for port in re.findall(r":(\d+)", listeners)} & ours
-        if held and signal_process(config.parent / "kafka.pid", signal.SIGKILL):
-            # a killed JVM's main thread is a zombie while its other threads still close their sockets
-            deadline = time.monotonic() + 30
-            while not all(port_is_free(port) for port in held) and time.monotonic() < deadline:
-                time.sleep(0.1)
+def stop_shared(config: pytest.Config) -> None:
+    """Stop the shared clusters if they were started (by PID file; nothing else is touched)."""
+    if (shared_home(config) / "ready").exists():
+        specs = shared_specs(config)
+        with ThreadPoolExecutor(len(specs)) as pool:  # side by side: the run waits for this
+            list(pool.map(stop_cluster, specs))
+        (shared_home(config) / "ready").unlink()
 
 
 @pytest.fixture(scope="session")
@@ -182,6 +155,8 @@ _EXIT_STATUS: list[int] = []
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if "PYTEST_XDIST_WORKER" not in os.environ:  # a run without workers, or xdist's controller once all are done
+        stop_shared(session.config)
     _EXIT_STATUS.append(int(exitstatus))
 
 

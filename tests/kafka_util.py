@@ -16,9 +16,18 @@ from geokafka.control.connection import ClusterConnection
 DEFAULT_PORT_BASES = "21000,9100,1100,19500"
 
 
+SHARED_PORT_BASE = 11500
+
+
+def shared_port_base() -> int:
+    """First port of the clusters every worker shares (east +92..94, west +1092, south +2092,
+    controllers +100); GEOKAFKA_TEST_SHARED_PORT_BASE moves them (to run two suites side by side)."""
+    return int(os.environ.get("GEOKAFKA_TEST_SHARED_PORT_BASE", SHARED_PORT_BASE))
+
+
 def port_base() -> int:
-    """First port of this test process's clusters (east base+92, west +1092, south +2092, SASL
-    +5092 and +6092, the link-cut DC +7092; controllers +100).
+    """First port of this test process's own clusters (the private east base+92, west +1092, south
+    +2092 of ``integration/private/``, SASL +5092 and +6092, the link-cut DC +7092; controllers +100).
 
     GEOKAFKA_TEST_PORT_BASE is a comma-separated list (default 21000,9100,1100,19500): a run without
     pytest-xdist, or its worker gw0, takes the first, gw1 the second, and so on. The defaults keep

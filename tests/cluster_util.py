@@ -1,0 +1,73 @@
+"""The test clusters' topology, shared by the session's clusters and the private ones of
+``integration/private/``, and the clean-up of nodes an earlier run left behind."""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+from pathlib import Path
+
+from geokafka.infra.local_cluster import LocalClusterSpec, port_is_free
+from geokafka.infra.processes import signal_process
+from geokafka.topology import Topology, parse_topology
+
+TEST_TOPOLOGY = """
+clusters:
+  east:
+    bootstrap: 127.0.0.1:{east}
+    local: {{brokers: 3, racks: [east-a, east-b, east-c], heap_mb: 320, broker_config: {idle}}}
+  west:
+    bootstrap: 127.0.0.1:{west}
+    local: {{brokers: 1, heap_mb: 320, broker_config: {authorizer}}}
+  south:
+    bootstrap: 127.0.0.1:{south}
+    local: {{brokers: 1, heap_mb: 320, broker_config: {authorizer}}}
+pipeline:
+  master: "local[2]"
+  state_dir: {state_dir}
+  trigger_ms: 100
+  topic_refresh_s: 5
+"""
+# Session brokers mostly wait between tests: a follower's fetch and the controller's no-op record
+# every 5 s instead of 0.5 s cost a 3-node cluster 2.8 instead of 4.6 CPU s a minute; neither adds
+# latency (a fetch returns as soon as records arrive).
+IDLE = '"metadata.max.idle.interval.ms": "5000", "replica.fetch.wait.max.ms": "5000"'
+AUTHORIZER = ('{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", '
+              '"super.users": "User:ANONYMOUS", ' + IDLE + '}')
+
+
+def topology_on(state_dir: Path, base: int) -> Topology:
+    """east, west and south on ports from ``base`` (east +92..94, west +1092, south +2092), no flows."""
+    text = TEST_TOPOLOGY.format(state_dir=state_dir, east=base + 92, west=base + 1092, south=base + 2092,
+                                authorizer=AUTHORIZER, idle="{" + IDLE + "}")
+    return parse_topology(text, "tests/conftest.py")
+
+
+def stop_orphaned_nodes(specs: list[LocalClusterSpec]) -> None:
+    """Kill Kafka nodes of an earlier test run that hold this worker's ports.
+
+    A pytest-xdist worker that crashes skips its teardown, and its session brokers keep its ports
+    (seen: a worker aborted, and every test of that worker in the next run on the machine failed
+    to start its clusters). Only nodes started from another pytest temp dir are touched, and only
+    while that dir (their config and PID file) still exists: pytest keeps the last three.
+    """
+    ours = {port for spec in specs for node in spec.nodes for port in (node.broker_port, node.controller_port) if port}
+    homes = tuple(str(spec.home) for spec in specs)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            config = Path(args[args.index("kafka.Kafka") + 1])
+            if "/pytest-of-" not in str(config) or str(config).startswith(homes):
+                continue
+            listeners = next(line for line in config.read_text().splitlines() if line.startswith("listeners="))
+        except (OSError, ValueError, IndexError, StopIteration):
+            continue
+        held = {int(port) for port in re.findall(r":(\d+)", listeners)} & ours
+        if held and signal_process(config.parent / "kafka.pid", signal.SIGKILL):
+            # a killed JVM's main thread is a zombie while its other threads still close their sockets
+            deadline = time.monotonic() + 30
+            while not all(port_is_free(port) for port in held) and time.monotonic() < deadline:
+                time.sleep(0.1)

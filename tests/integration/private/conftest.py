@@ -1,0 +1,61 @@
+"""Clusters of their own for the modules here: each kills, pauses or restarts brokers of east,
+west or south, which the session shares with every other worker's tests.
+
+Each module gets east, west and south on its worker's port base (``kafka_util.port_base``:
+east +92..94, west +1092, south +2092), started for the module and stopped after it; the
+fixtures keep the session's names, so a test reads the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cluster_util import stop_orphaned_nodes, topology_on
+from kafka_util import port_base
+
+from geokafka.control.connection import ClusterConnection, connection
+from geokafka.infra.clusters import local_cluster_specs
+from geokafka.infra.local_cluster import LocalClusterSpec, start_clusters, stop_cluster
+from geokafka.topology import Topology
+
+
+@pytest.fixture(scope="module")
+def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Data, logs and run state of this module's clusters and flows."""
+    return tmp_path_factory.mktemp("private-state")
+
+
+@pytest.fixture(scope="module")
+def base_topology(state_dir: Path) -> Topology:
+    """This module's own east, west and south, with no flows."""
+    return topology_on(state_dir, port_base())
+
+
+@pytest.fixture(scope="module")
+def local_clusters(base_topology: Topology) -> Iterator[dict[str, LocalClusterSpec]]:
+    """east, west and south running for this module only."""
+    specs = local_cluster_specs(base_topology)
+    stop_orphaned_nodes(specs)
+    try:
+        start_clusters(specs, timeout_s=180)
+        yield {spec.name: spec for spec in specs}
+    finally:
+        for spec in specs:
+            stop_cluster(spec)
+
+
+@pytest.fixture(scope="module")
+def east(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
+    return connection(base_topology, "east")
+
+
+@pytest.fixture(scope="module")
+def west(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
+    return connection(base_topology, "west")
+
+
+@pytest.fixture(scope="module")
+def south(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
+    return connection(base_topology, "south")
