@@ -7,6 +7,7 @@ below keeps them on the target, :class:`InMemoryStateStore` in a list for unit t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from abc import ABC, abstractmethod
@@ -18,6 +19,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.connection import ClusterConnection
+from geokafka.control.delivery import drain, is_fatal
 from geokafka.control.state_records import (
     STATE_TOPIC,
     FailoverRecord,
@@ -245,7 +247,12 @@ def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | 
     for key, value in entries.items():
         payload = None if value is None else json.dumps(value).encode()
         producer.produce(STATE_TOPIC, key=key.encode(), value=payload, partition=0, on_delivery=on_delivery)
-    remaining = producer.flush(timeout_s)
+    try:
+        remaining = drain(producer, timeout_s)
+    except KafkaException as exc:
+        if is_fatal(exc):  # that producer can never write again: the next write gets a new one
+            _PRODUCERS.pop(_producer_key(conn), None)
+        raise_mapped(conn, f"writing {STATE_TOPIC}", exc)
     if remaining or errors:
         reason = errors[0] if errors else "timed out"
         raise_mapped(conn, f"writing {STATE_TOPIC}", KafkaException(KafkaError(KafkaError._TIMED_OUT, reason)))
@@ -254,9 +261,13 @@ def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | 
 _PRODUCERS: dict[tuple[str, str], Producer] = {}
 
 
+def _producer_key(conn: ClusterConnection) -> tuple[str, str]:
+    return conn.bootstrap, repr(sorted(conn.security.items()))
+
+
 def _state_producer(conn: ClusterConnection) -> Producer:
     """One idempotent producer per cluster for state writes (heartbeats come every second)."""
-    key = (conn.bootstrap, repr(sorted(conn.security.items())))
+    key = _producer_key(conn)
     if key not in _PRODUCERS:
         _PRODUCERS[key] = Producer(conn.librdkafka(**{"enable.idempotence": True, "acks": "all", "linger.ms": 0}))
     return _PRODUCERS[key]
@@ -268,4 +279,5 @@ def release_state_producers() -> None:
     ``write_state`` itself, so nothing is pending here."""
     while _PRODUCERS:
         _, producer = _PRODUCERS.popitem()
-        producer.flush(1)
+        with contextlib.suppress(KafkaException):  # a producer that failed for good has nothing to deliver
+            drain(producer, 1)

@@ -8,6 +8,7 @@ which settings it changed and restores them; ``status`` and ``/metrics`` read th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -18,6 +19,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
 
 from geokafka.control.admin import ClusterAdmin, silent_logger
 from geokafka.control.connection import ClusterConnection
+from geokafka.control.delivery import drain, is_fatal
 from geokafka.errors import KafkaOperationError
 from geokafka.guard.model import Action, Broker, Lowered
 
@@ -104,7 +106,13 @@ class Journal:
         failures: list[str] = []
         self._producer.produce(JOURNAL_TOPIC, value=entry.encode(), partition=0,
                                on_delivery=lambda err, _m: failures.append(err.str()) if err else None)
-        if self._producer.flush(self.timeout_s) or failures:
+        try:
+            left = drain(self._producer, self.timeout_s)
+        except KafkaException as exc:
+            if is_fatal(exc):  # never usable again: the next append starts a new one
+                self._producer = None
+            raise KafkaOperationError(f"cluster {self.conn.name}: journal {JOURNAL_TOPIC} not written: {exc}") from exc
+        if left or failures:
             raise KafkaOperationError(f"cluster {self.conn.name}: journal {JOURNAL_TOPIC} not written: "
                                       f"{failures[0] if failures else 'timed out'}")
         return entry
@@ -137,5 +145,6 @@ class Journal:
     def close(self) -> None:
         """Flush and drop the producer."""
         if self._producer is not None:
-            self._producer.flush(1)
+            with contextlib.suppress(KafkaException):
+                drain(self._producer, 1)
             self._producer = None

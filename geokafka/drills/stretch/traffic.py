@@ -19,6 +19,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from geokafka.control.delivery import drain, is_fatal
 from geokafka.control.state_records import TopicPartitionKey
 
 
@@ -114,7 +115,7 @@ class PacedProducer:
                     self._next += self._interval
                 self._producer.poll(min(0.01, max(0.0, until - now)))
             except KafkaException as exc:
-                if not _is_fatal(exc):
+                if not is_fatal(exc):
                     raise
                 self._replace(exc)
 
@@ -155,27 +156,18 @@ class PacedProducer:
         return left
 
     def _drain(self, timeout_s: float) -> int:
-        """Serve delivery callbacks until nothing is outstanding or ``timeout_s`` has passed; return what is left.
-
-        Not ``flush()``: confluent-kafka 2.16's flush reports a fatal error by raising a bare ``KafkaError``,
-        which is no exception class, so no ``except`` clause catches it (a clean-clone run ended in a pytest
-        INTERNALERROR that way, and single runs in "no tests ran"); ``poll()`` raises it as a KafkaException.
-        """
-        deadline = time.monotonic() + timeout_s
-        while len(self._producer) and time.monotonic() < deadline:
-            try:
-                self._producer.poll(0.05)
-            except KafkaException as exc:
-                if not _is_fatal(exc):
-                    raise
-                self._log.failures[f"fatal {exc.args[0].name()}"] += 1
-                self._producer.purge(in_queue=True, in_flight=True, blocking=False)
-        return len(self._producer)
-
-
-def _is_fatal(exc: KafkaException) -> bool:
-    err = exc.args[0] if exc.args else None
-    return isinstance(err, KafkaError) and err.fatal()
+        """Serve delivery callbacks until nothing is outstanding or ``timeout_s`` has passed; return what is
+        left (:func:`~geokafka.control.delivery.drain`: flush() can raise a fatal error no handler catches)."""
+        try:
+            return drain(self._producer, timeout_s)
+        except KafkaException as exc:
+            if not is_fatal(exc):
+                raise
+            self._log.failures[f"fatal {exc.args[0].name()}"] += 1
+            self._producer.purge(in_queue=True, in_flight=True, blocking=False)
+            with contextlib.suppress(KafkaException):
+                drain(self._producer, 1.0)
+            return len(self._producer)
 
 
 class LiveConsumer(threading.Thread):
