@@ -11,9 +11,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from geokafka.control.connection import ClusterConnection
 
-# three workers, and a spare for the worker pytest-xdist starts in place of one that crashed
-# (gw3: the crashed worker's clusters may still hold its ports)
-DEFAULT_PORT_BASES = "21000,9100,1100,19500"
+# four workers, and a spare for the worker pytest-xdist starts in place of one that crashed
+# (gw4: the crashed worker's clusters may still hold its ports)
+DEFAULT_PORT_BASES = "21000,9100,1100,19500,1300"
 
 
 SHARED_PORT_BASE = 11500
@@ -29,7 +29,7 @@ def port_base() -> int:
     """First port of this test process's own clusters (the private east base+92, west +1092, south
     +2092 of ``integration/private/``, SASL +5092 and +6092, the link-cut DC +7092; controllers +100).
 
-    GEOKAFKA_TEST_PORT_BASE is a comma-separated list (default 21000,9100,1100,19500): a run without
+    GEOKAFKA_TEST_PORT_BASE is a comma-separated list (default 21000,9100,1100,19500,1300): a run without
     pytest-xdist, or its worker gw0, takes the first, gw1 the second, and so on. The defaults keep
     every worker's ports below the kernel's ephemeral range (32768-60999) and clear of the ports
     fixed by the demo (17092-18192), the bench (24092, 24192, 25092, 25192), ``geokafka up`` in
