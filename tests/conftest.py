@@ -100,17 +100,17 @@ def stop_shared(config: pytest.Config) -> None:
         (shared_home(config) / "ready").unlink()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # module: in integration/private/ it connects to the module's own clusters
 def east(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
     return connection(base_topology, "east")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def west(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
     return connection(base_topology, "west")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def south(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
     return connection(base_topology, "south")
 

@@ -349,26 +349,21 @@ def _start_when_ports_free(spec: LocalClusterSpec, node: NodeSpec, timeout_s: fl
 
 def wait_for_leaders(bootstrap: str, partitions: set[tuple[str, int]], live: set[int], timeout_s: float) -> bool:
     """True once every partition in ``partitions`` has a leader among ``live`` brokers."""
-    admin = AdminClient(quiet_client(bootstrap, "leaders"))
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            topics = admin.list_topics(timeout=5).topics
-            if all(t in topics and p in topics[t].partitions and topics[t].partitions[p].leader in live
-                   for t, p in partitions):
-                return True
-        except Exception:  # noqa: BLE001 - retried until the deadline
-            pass
+        if not leaderless(bootstrap, partitions, live, timeout_s=5):
+            return True
         time.sleep(0.5)
     return False
 
 
-def leaderless(bootstrap: str, partitions: set[tuple[str, int]], live: set[int]) -> set[tuple[str, int]]:
+def leaderless(bootstrap: str, partitions: set[tuple[str, int]], live: set[int],
+               timeout_s: float = 10.0) -> set[tuple[str, int]]:
     """The partitions of ``partitions`` without a leader among ``live`` brokers now (all of them if
-    the cluster does not answer)."""
+    the cluster does not answer within ``timeout_s``)."""
     admin = AdminClient(quiet_client(bootstrap, "leaders"))
     try:
-        topics = admin.list_topics(timeout=10).topics
+        topics = admin.list_topics(timeout=timeout_s).topics
     except Exception:  # noqa: BLE001 - an unanswered question is "all"
         return set(partitions)
     return {(t, p) for t, p in partitions

@@ -3,7 +3,8 @@ west or south, which the session shares with every other worker's tests.
 
 Each module gets east, west and south on its worker's port base (``kafka_util.port_base``:
 east +92..94, west +1092, south +2092), started for the module and stopped after it; the
-fixtures keep the session's names, so a test reads the same either way.
+fixtures keep the session's names, so a test reads the same either way (the root conftest's
+module-scoped ``east``, ``west`` and ``south`` connect to whichever clusters the module has).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pytest
 from cluster_util import stop_orphaned_nodes, topology_on
 from kafka_util import port_base
 
-from geokafka.control.connection import ClusterConnection, connection
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import LocalClusterSpec, start_clusters, stop_cluster
 from geokafka.topology import Topology
@@ -44,18 +44,3 @@ def local_clusters(base_topology: Topology) -> Iterator[dict[str, LocalClusterSp
     finally:
         for spec in specs:
             stop_cluster(spec)
-
-
-@pytest.fixture(scope="module")
-def east(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
-    return connection(base_topology, "east")
-
-
-@pytest.fixture(scope="module")
-def west(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
-    return connection(base_topology, "west")
-
-
-@pytest.fixture(scope="module")
-def south(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> ClusterConnection:
-    return connection(base_topology, "south")
