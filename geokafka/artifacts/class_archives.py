@@ -9,6 +9,7 @@ map an archive (another JDK, a changed jar) runs without it, quietly.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
@@ -74,6 +75,17 @@ def build(path: Path, train: Callable[[Path], bool]) -> Path | None:
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
+    # one build per archive: a process that finds another building it (./run's build beside the
+    # tests, and a `./run geokafka` started meanwhile) waits for that one instead of repeating it
+    with open(path.parent / f".{path.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            return path
+        return _build_locked(path, train)
+
+
+def _build_locked(path: Path, train: Callable[[Path], bool]) -> Path | None:
+    """:func:`build`'s work, under its lock."""
     kind = path.name.rsplit("-", 1)[0]
     for old in path.parent.glob(f"{kind}-*{ARCHIVE_SUFFIX}"):
         try:
