@@ -1,0 +1,41 @@
+"""The bench's memory figure: a process tree's resident memory, a spawning JVM counted once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from geokafka.bench.procstat import TreeSampler, summed_rss
+
+JAVA, CHMOD, PY = "/usr/lib/jvm/bin/java", "/usr/bin/chmod", "/usr/bin/python3"
+GB = 1 << 30
+
+
+def test_a_child_caught_before_exec_repeats_its_parent_and_is_not_added() -> None:
+    tree = {10: (None, PY, 90 << 20), 11: (10, JAVA, GB), 12: (11, JAVA, GB - (4 << 20))}  # vfork: its parent's pages
+    assert summed_rss(tree) == (90 << 20) + GB
+
+
+def test_children_running_their_own_programs_are_added() -> None:
+    tree = {10: (None, PY, 90 << 20), 11: (10, JAVA, GB), 12: (11, CHMOD, 2 << 20), 13: (11, JAVA, 300 << 20)}
+    # chmod after exec, and a JVM child with memory of its own (a second JVM, not a copy of its parent)
+    assert summed_rss(tree) == (90 << 20) + GB + (2 << 20) + (300 << 20)
+
+
+def test_a_process_whose_program_is_unknown_is_added() -> None:
+    assert summed_rss({1: (None, "", 5), 2: (1, "", 5)}) == 10
+
+
+def test_the_sampler_adds_a_real_child_with_its_own_memory() -> None:
+    code = "import time; b = bytearray(200 << 20); time.sleep(1.5)"
+    parent = subprocess.Popen([sys.executable, "-c",
+                               f"import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}])"])
+    try:
+        sampler = TreeSampler(parent.pid, interval_s=0.1).start()
+        parent.wait(30)
+        sampler.stop()
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    assert sampler.peak_rss > 200 << 20  # the child's 200 MB, though it runs its parent's program
+    assert sampler.processes >= 2
