@@ -22,7 +22,9 @@ final class ProducerPool {
         DEFAULTS.put("enable.idempotence", "true");
         DEFAULTS.put("linger.ms", "5");
         DEFAULTS.put("batch.size", "524288");
-        DEFAULTS.put("buffer.memory", "67108864");
+        // one producer per source partition, all in the driver's heap: 16 MB each holds over a
+        // second of a partition's records at full speed, and a full buffer only slows send()
+        DEFAULTS.put("buffer.memory", "16777216");
         DEFAULTS.put("max.request.size", "1000000000");  // the target topic's max.message.bytes decides
         DEFAULTS.put("transaction.timeout.ms", "30000");
         DEFAULTS.put("delivery.timeout.ms", "120000");
