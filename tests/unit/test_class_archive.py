@@ -36,34 +36,3 @@ def test_no_options_until_the_archive_exists(cache: Path) -> None:
     assert f"-XX:SharedArchiveFile={path}" in options
     assert "-Xshare:auto" in options  # a JVM that cannot map it runs without it
 
-
-def test_a_second_builder_waits_for_the_first_instead_of_training_again(cache: Path) -> None:
-    """./run builds Spark's archive beside the tests; a `./run geokafka` meanwhile must not build it again."""
-    import threading
-
-    from geokafka.artifacts import class_archives
-
-    path = cache / "archives" / "spark-0123.jsa"
-    training = threading.Event()
-    release = threading.Event()
-    trained: list[Path] = []
-
-    def train(staging: Path) -> bool:
-        trained.append(staging)
-        training.set()
-        release.wait(10)
-        staging.write_bytes(b"archive")
-        return True
-
-    results: list[Path | None] = []
-    first = threading.Thread(target=lambda: results.append(class_archives.build(path, train)))
-    first.start()
-    assert training.wait(10)
-    second = threading.Thread(target=lambda: results.append(class_archives.build(path, train)))
-    second.start()
-    second.join(0.5)
-    assert second.is_alive()  # waiting on the first one's lock, not training
-    release.set()
-    first.join(10)
-    second.join(10)
-    assert results == [path, path] and len(trained) == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -49,7 +50,9 @@ def test_a_failed_or_empty_training_leaves_no_archive(jar: Path) -> None:
 
     assert class_archives.build(path, crashed) is None
     assert class_archives.build(path, lambda staging: staging.touch() is None) is None  # exited 0, wrote nothing
-    assert not path.exists() and list(path.parent.iterdir()) == []
+    assert not path.exists()
+    # no staging file or half archive; only the (empty) lock that serialises builds of this archive
+    assert [p.name for p in path.parent.iterdir()] == [f".{path.name}.lock"]
     assert class_archives.use_options(path) == []
 
 
@@ -74,3 +77,31 @@ def test_a_build_deletes_unused_archives_of_its_kind_only(jar: Path) -> None:
     assert class_archives.build(new_kafka, lambda staging: staging.write_bytes(b"new") > 0) == new_kafka
     assert not old_kafka.exists() and in_use.exists() and spark.exists()
     assert f"-XX:SharedArchiveFile={new_kafka}" in class_archives.use_options(new_kafka)
+
+
+def test_a_second_builder_waits_for_the_first_instead_of_training_again(tmp_path: Path) -> None:
+    """./run builds Spark's archive beside the tests; a `./run geokafka` meanwhile must not build it again."""
+    path = tmp_path / "archives" / "spark-0123.jsa"
+    training = threading.Event()
+    release = threading.Event()
+    trained: list[Path] = []
+
+    def train(staging: Path) -> bool:
+        trained.append(staging)
+        training.set()
+        release.wait(10)
+        staging.write_bytes(b"archive")
+        return True
+
+    results: list[Path | None] = []
+    first = threading.Thread(target=lambda: results.append(class_archives.build(path, train)))
+    first.start()
+    assert training.wait(10)
+    second = threading.Thread(target=lambda: results.append(class_archives.build(path, train)))
+    second.start()
+    second.join(0.5)
+    assert second.is_alive()  # waiting on the first one's lock, not training
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert results == [path, path] and len(trained) == 1
