@@ -35,4 +35,3 @@ def test_no_options_until_the_archive_exists(cache: Path) -> None:
     options = class_archive.java_options([jar])
     assert f"-XX:SharedArchiveFile={path}" in options
     assert "-Xshare:auto" in options  # a JVM that cannot map it runs without it
-
