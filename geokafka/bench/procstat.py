@@ -23,12 +23,8 @@ def _children_map() -> dict[int, list[int]]:
     return kids
 
 
-def tree(root: int) -> list[int]:
-    """``root`` and every descendant alive now."""
-    return [pid for pid, _ in _tree_with_parents(root)]
-
-
-def _tree_with_parents(root: int) -> list[tuple[int, int | None]]:
+def _tree(root: int) -> list[tuple[int, int | None]]:
+    """``root`` and every descendant alive now, each with its parent (None for ``root``)."""
     kids = _children_map()
     out: list[tuple[int, int | None]] = []
     todo: list[tuple[int, int | None]] = [(root, None)]
@@ -105,7 +101,7 @@ class TreeSampler:
         return self
 
     def sample(self) -> None:
-        procs = _tree_with_parents(self.root)
+        procs = _tree(self.root)
         cpu = 0.0
         seen: dict[int, tuple[int | None, str, int]] = {}
         for pid, parent in procs:
