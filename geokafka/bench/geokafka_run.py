@@ -1,4 +1,4 @@
-"""geokafka itself: ``python -m geokafka -f <bench topology> mirror bench`` on local Spark (local[2])."""
+"""geokafka itself: ``python -m geokafka -f <bench topology> mirror bench`` on local Spark (local[16])."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def run_geokafka(work: Path, state_dir: Path, topic: str, records: int, size: in
     result = run_replicator("geokafka", cmd, work / f"geokafka-{topic}.log", topic=topic,
                             target_topic=f"src.{topic}", records=records, size=size, lat_topic=lat_topic,
                             lat_target=f"src.{lat_topic}" if lat_topic else None, **kw)
-    result["config"] = {"master": "local[2]", "trigger_ms": 0, "max_records_per_batch": 200_000,
+    result["config"] = {"master": "local[16]", "trigger_ms": 0, "max_records_per_batch": 200_000,
                         "writer": "geokafka's JVM sink: transactional, commits every 100 ms, acks=all, linger.ms=5, "
                                   "batch.size=524288, lz4"}
     return result

@@ -17,6 +17,7 @@ from geokafka.bench.watch import FirstWritten, TargetCounter, latency_probe
 def run_replicator(
     name: str, cmd: list[str], log: Path, *, topic: str, target_topic: str, records: int, size: int,
     lat_topic: str | None = None, lat_target: str | None = None, lat_rate: float = 500, lat_s: float = 5,
+    lat_warmup_s: float = 0.0,
     timeout_s: float = 600, env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Start ``cmd``; measure until ``target_topic`` holds ``records``; then the latency probe; stop it."""
@@ -82,7 +83,7 @@ def run_replicator(
             "peak_rss_mb": round(sampler.peak_rss / 1e6, 1), "processes": sampler.processes,
         })
         if lat_topic and lat_target:
-            result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s)
+            result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s, warmup_s=lat_warmup_s)
             sampler.sample()
             result["peak_rss_mb"] = round(sampler.peak_rss / 1e6, 1)
     finally:

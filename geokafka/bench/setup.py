@@ -28,7 +28,7 @@ flows:
     rename: prefix
     sync: [configs, partitions]
 pipeline:
-  master: "local[2]"
+  master: "local[16]"
   state_dir: {state_dir}
   trigger_ms: 0
   max_records_per_batch: {max_batch}

@@ -20,13 +20,14 @@ from geokafka.bench.replicator import run_replicator
 from geokafka.bench.setup import DST, SRC, create_topic
 
 PREFIX = "sk"
+MASTER = "local[16]"  # as geokafka's: tasks wait on round trips to the clusters, not on CPU
 
 
 def main(prefix: str, checkpoint: str, topics: list[str]) -> None:
     """Run the query (its checkpoint in ``checkpoint``, under the bench's work folder) until the process is killed."""
     from geokafka.pipeline.spark_session import get_spark
 
-    spark = get_spark("local[2]", "bench-spark-kafka")
+    spark = get_spark(MASTER, "bench-spark-kafka")
     frame = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", SRC)
              .option("subscribe", ",".join(topics)).option("startingOffsets", "earliest")
              .option("includeHeaders", "true").option("maxOffsetsPerTrigger", "200000").load())
@@ -53,7 +54,7 @@ def run_spark_kafka(work: Path, topic: str, records: int, size: int, partitions:
     result = run_replicator("spark-kafka", cmd, work / f"spark-kafka-{topic}.log", topic=topic,
                             target_topic=f"{PREFIX}.{topic}", records=records, size=size, lat_topic=lat_topic,
                             lat_target=f"{PREFIX}.{lat_topic}" if lat_topic else None, **kw)
-    result["config"] = {"master": "local[2]", "trigger": "processingTime=0", "maxOffsetsPerTrigger": 200_000,
+    result["config"] = {"master": MASTER, "trigger": "processingTime=0", "maxOffsetsPerTrigger": 200_000,
                         "writer": "Spark's Kafka sink: at-least-once, acks=all, linger.ms=5, batch.size=1000000, lz4"}
     return result
 

@@ -129,12 +129,13 @@ class FirstWritten:
 
 
 def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: float, seconds: float,
-                  size: int = 1024, drain_s: float = 20.0) -> dict[str, float | int]:
-    """Produce ``rate`` records/s for ``seconds`` to ``src_topic`` (value starts with the wall time),
-    consume ``dst_topic`` and return replication latency percentiles in ms (produce call -> visible).
+                  size: int = 1024, drain_s: float = 20.0, warmup_s: float = 0.0) -> dict[str, float | int]:
+    """Produce ``rate`` records/s for ``warmup_s`` + ``seconds`` to ``src_topic`` (value starts with the
+    wall time), consume ``dst_topic`` and return replication latency percentiles in ms (produce call ->
+    visible) of the records sent after the warm-up: the steady state's.
 
     The consumer on the target is assigned at the end before producing starts, and only counts records
-    that carry this probe's id.
+    that carry this probe's id (warm-up records carry another).
     """
     from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -159,6 +160,7 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
     consumer.consume(100, 0.5)
     producer = Producer({"bootstrap.servers": src, "acks": "all", "linger.ms": 0})
     probe_id = uuid.uuid4().bytes[:8]
+    warmup_id = uuid.uuid4().bytes[:8]
     lat: list[float] = []
 
     def take(messages: list[Any]) -> None:
@@ -170,13 +172,17 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
 
     sent = 0
     t0 = time.monotonic()
+    measured_from = t0 + warmup_s
     interval = 1.0 / rate
     next_at = t0
-    while time.monotonic() - t0 < seconds:
+    while time.monotonic() - measured_from < seconds:
         now = time.monotonic()
         while next_at <= now:
-            producer.produce(src_topic, probe_value(probe_id, time.time(), size), key=b"lat%d" % sent)
-            sent += 1
+            if next_at < measured_from:
+                producer.produce(src_topic, probe_value(warmup_id, time.time(), size), key=b"warm")
+            else:
+                producer.produce(src_topic, probe_value(probe_id, time.time(), size), key=b"lat%d" % sent)
+                sent += 1
             next_at += interval
         producer.poll(0)
         take(consumer.consume(1000, 0.002))
@@ -185,7 +191,7 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
     while len(lat) < sent and time.monotonic() < deadline:
         take(consumer.consume(1000, 0.05))
     consumer.close()
-    return {"sent": sent, "received": len(lat), "rate": rate, **percentiles(lat)}
+    return {"sent": sent, "received": len(lat), "rate": rate, "warmup_s": warmup_s, **percentiles(lat)}
 
 
 def percentiles(values: list[float]) -> dict[str, float]:

@@ -88,8 +88,8 @@ def bench(ctx: CliContext, quick: bool, datasets: tuple[str, ...], keep: bool, o
       to the target (acks=all, linger.ms=5, batch.size=1000000, lz4); the limit is the slower.
     - mm2: MirrorMaker 2 dedicated mode, tasks.max = cores, the same producer settings.
     - mm2-eos: the same with exactly.once.source.support=enabled (transactional).
-    - spark-kafka: Spark's Kafka source -> Kafka sink on local[2] (JVM only, at-least-once).
-    - geokafka: `geokafka mirror` on local[2], its JVM sink, exactly-once.
+    - spark-kafka: Spark's Kafka source -> Kafka sink on local[16] (JVM only, at-least-once).
+    - geokafka: `geokafka mirror` on local[16], its JVM sink, exactly-once.
     Throughput counts from the first record written on the target to the last one visible
     (process start excluded); latency is produce -> visible to read_committed under a steady load.
     """

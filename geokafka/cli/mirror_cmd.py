@@ -61,7 +61,7 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
 
     \b
     Each flow is one Structured Streaming query in one Spark application (pipeline.master;
-    local[*] by default). Per flow:
+    local[16] by default: 16 task threads). Per flow:
     - topics: include regexes minus exclude regexes, re-evaluated every pipeline.topic_refresh_s;
       internal topics (__consumer_offsets, __transaction_state, _schemas, connect-*,
       *-changelog, *-repartition, geokafka's own) are never replicated.

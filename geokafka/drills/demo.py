@@ -39,7 +39,7 @@ flows:
     sync: [configs, partitions, group-offsets]
     sync_interval_s: 2
 pipeline:
-  master: "local[2]"
+  master: "local[8]"
   state_dir: {state_dir}
   trigger_ms: 200
   max_records_per_batch: 6000

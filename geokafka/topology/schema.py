@@ -245,7 +245,9 @@ class Flow(_Model):
 class Pipeline(_Model):
     """The Spark side: where queries run and how they batch."""
 
-    master: str = Field("local[*]", description="Spark master: local[*], spark://..., k8s://..., yarn")
+    master: str = Field("local[16]", description=(
+        "Spark master: local[N] (N task threads in this process: a write task mostly waits on round trips to "
+        "both clusters, so more threads than cores), spark://..., k8s://..., yarn"))
     state_dir: Path = Field(Path(".geokafka/state"), description="local clusters' data, logs and run state")
     trigger_ms: int = Field(200, ge=0, le=600_000, description="micro-batch interval (0 = as fast as possible)")
     max_records_per_batch: int = Field(100_000, ge=1, description="maxOffsetsPerTrigger per query (bounds batch time)")
