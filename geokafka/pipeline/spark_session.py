@@ -26,9 +26,11 @@ _DEFAULTS = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-    # records stream through (nothing is cached) and the sink's producers hold 16 MB each; with
-    # 2 GB, G1 grew a mirror to 2 GB in the bench's 2,000,000-record run on a busy machine
-    "spark.driver.memory": "1g",
+    # records stream through (nothing is cached) and the sink's producers hold 16 MB each. G1
+    # commits all of the heap a busy run lets it grow to (2 GB: a 2-GB mirror; 1 GB: 1.3-1.5 GB
+    # in all, the class archive's 166 MB and G1's own 80 MB beside the heap); 768 MB: 1.28 GB,
+    # at the same speed (2,000,000 x 1 KiB, two runs each, load 8-13)
+    "spark.driver.memory": "768m",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     # One Spark task per Kafka partition: the writer fences zombies per source partition.
     "spark.speculation": "false",
