@@ -8,6 +8,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,18 @@ def _safe(name: str, say: Say, fn: Callable[[], dict[str, Any]]) -> dict[str, An
         return {"contender": name.split()[0], "ran": False, "reason": f"{type(exc).__name__}: {exc}"}
 
 
+def _latency_topic(label: str, partitions: int, contender: str) -> str:
+    """A latency topic of the contender's own: a contender replicates its topics from the beginning,
+    so a shared one would hold every earlier contender's probe records as a backlog."""
+    name = f"bench.lat.{label}.{contender}"
+    create_topic(SRC, name, partitions)
+    return name
+
+
+def _no_latency_topic(contender: str) -> None:
+    return None
+
+
 def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) -> dict[str, Any]:
     """Start fresh local clusters, load the data once, run raw / MM2 / geokafka on it; return the report."""
     topology = bench_topology(state_dir)
@@ -81,25 +94,27 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
     try:
         datasets = [d for d in [("1k", 1024, sizes.records, sizes.partitions, True),
                                 ("100b", 100, sizes.small_records, sizes.partitions, False)] if d[0] in sizes.datasets]
-        create_topic(SRC, "bench.lat", sizes.partitions)
         for label, size, n, parts, with_latency in datasets:
             topic = f"bench.{label}"
             say(f"loading {n:,} records of {size} B (key, 2 headers) over {parts} partitions into {topic}")
             load_s = load(SRC, topic, n, size, parts)
-            lat = "bench.lat" if with_latency else None
+            lat = partial(_latency_topic, label, parts) if with_latency else _no_latency_topic
             lat_kw: dict[str, Any] = {"lat_rate": sizes.latency_rate, "lat_s": sizes.latency_s,
                                       "lat_warmup_s": sizes.latency_warmup_s, "timeout_s": 300 + n / 500}
             run: dict[str, Any] = {"records": n, "record_bytes": size, "partitions": parts, "load_s": round(load_s, 2)}
             say(f"[{label}] raw: ConsumerPerformance + ProducerPerformance")
             run["raw"] = _safe("raw", say, lambda: run_raw(work, topic, n, size, parts))
             say(f"[{label}] MirrorMaker 2 (dedicated mode)")
-            run["mm2"] = _safe("mm2", say, lambda: run_mm2(work, topic, n, size, lat, **lat_kw))
+            run["mm2"] = _safe("mm2", say, lambda: run_mm2(work, topic, n, size, lat("mm2"), **lat_kw))
             say(f"[{label}] MirrorMaker 2, exactly-once")
-            run["mm2-eos"] = _safe("mm2-eos", say, lambda: run_mm2(work, topic, n, size, lat, exactly_once=True, **lat_kw))
+            run["mm2-eos"] = _safe("mm2-eos", say, lambda: run_mm2(work, topic, n, size, lat("mm2eos"), exactly_once=True,
+                                                                    **lat_kw))
             say(f"[{label}] Spark's Kafka source -> Kafka sink (local[16], at-least-once)")
-            run["spark-kafka"] = _safe("spark-kafka", say, lambda: run_spark_kafka(work, topic, n, size, parts, lat, **lat_kw))
+            run["spark-kafka"] = _safe("spark-kafka", say, lambda: run_spark_kafka(work, topic, n, size, parts, lat("sk"),
+                                                                                     **lat_kw))
             say(f"[{label}] geokafka (local[16])")
-            run["geokafka"] = _safe("geokafka", say, lambda: run_geokafka(work, state_dir, topic, n, size, lat, **lat_kw))
+            run["geokafka"] = _safe("geokafka", say, lambda: run_geokafka(work, state_dir, topic, n, size, lat("gk"),
+                                                                               **lat_kw))
             run["ratios"] = ratios(run)
             report["runs"][label] = run
         for parts in sizes.scaling:

@@ -44,6 +44,7 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
     for name in ("mm2", "mm2-eos", "spark-kafka", "geokafka"):
         lat = report["runs"]["1k"][name]["latency"]
         assert 0 < lat["received"] <= lat["sent"]  # the probe's own records only
+        assert lat["warmup_s"] == 2.0  # the quick bench's warm-up traffic, not counted
         assert 0 <= lat["p50_ms"] <= lat["p95_ms"] <= lat["p99_ms"]
     assert [row["partitions"] for row in report["scaling"]] == [1, 6]
     assert all(row["ran"] and row["records_per_s"] > 0 for row in report["scaling"])
