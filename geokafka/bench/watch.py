@@ -170,7 +170,7 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
             if ms is not None:
                 lat.append(ms)
 
-    sent = 0
+    sent = warm = 0
     t0 = time.monotonic()
     measured_from = t0 + warmup_s
     interval = 1.0 / rate
@@ -179,7 +179,9 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
         now = time.monotonic()
         while next_at <= now:
             if next_at < measured_from:
-                producer.produce(src_topic, probe_value(warmup_id, time.time(), size), key=b"warm")
+                # keyed like the measured records: the warm-up reaches every partition
+                producer.produce(src_topic, probe_value(warmup_id, time.time(), size), key=b"warm%d" % warm)
+                warm += 1
             else:
                 producer.produce(src_topic, probe_value(probe_id, time.time(), size), key=b"lat%d" % sent)
                 sent += 1
