@@ -255,8 +255,10 @@ class Pipeline(_Model):
         "Spark tasks that write one batch: 0 = one per core of the Spark application, the source "
         "partitions coalesced into them; N = at most N (N >= partitions: one task per partition)"))
     commit_interval_ms: int = Field(100, ge=10, le=600_000, description=(
-        "the writer commits each source partition's open transaction (with its progress) at least this often, "
-        "so read_committed consumers of the target see records within about this long, whatever the batch size"))
+        "the writer commits each source partition's open transaction (with its progress) this often, "
+        "so read_committed consumers of the target see records within about this long, whatever the batch size; "
+        "while commits are slow (a backlog) the interval stretches so committing takes at most a tenth of the "
+        "writer's time, to at most 2 s"))
     producer_config: ConfigMap = Field(default_factory=dict, description=(
         "Java producer settings of the writer (e.g. compression.type, linger.ms); transactional settings are "
         "geokafka's"))

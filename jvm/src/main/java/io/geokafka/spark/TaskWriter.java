@@ -17,7 +17,9 @@ import org.apache.spark.unsafe.types.UTF8String;
 /**
  * Writes one task's rows: each source partition through its own {@link PartitionTransaction},
  * committed every {@code commit_interval_ms} (records become visible to read_committed consumers
- * within about that long, whatever the batch size) and at the end of the task.
+ * within about that long, whatever the batch size) and at the end of the task. While commits are
+ * slow (a backlog: each flushes a lot), the interval stretches to nine times the last commit's
+ * duration, at most 2 s, so committing takes at most a tenth of the task's time.
  */
 final class TaskWriter implements DataWriter<InternalRow> {
     /** Commits of several partitions run side by side: each is a round trip to its coordinator. */
@@ -38,6 +40,8 @@ final class TaskWriter implements DataWriter<InternalRow> {
     private final int headers;
     private final int keep;
     private final long commitIntervalNanos;
+    /** The interval in force: {@link #commitIntervalNanos}, stretched while commits are slow. */
+    private long intervalNanos;
     private final Map<String, PartitionTransaction> partitions = new LinkedHashMap<>();
     private PartitionTransaction current;
     private UTF8String currentTopic;
@@ -59,6 +63,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
         headers = schema.fieldIndex("headers");
         keep = java.util.Arrays.asList(schema.fieldNames()).contains("keep") ? schema.fieldIndex("keep") : -1;
         commitIntervalNanos = options.commitIntervalMs * 1_000_000L;
+        intervalNanos = commitIntervalNanos;
     }
 
     @Override
@@ -78,7 +83,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
         long now = System.nanoTime();
         if (pendingSince < 0) {
             pendingSince = now;  // the interval counts from the oldest uncommitted record, not the task's start
-        } else if (now - pendingSince >= commitIntervalNanos) {
+        } else if (now - pendingSince >= intervalNanos) {
             commitAll();
         }
     }
@@ -109,6 +114,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
     }
 
     private void commitAll() {
+        long started = System.nanoTime();
         List<PartitionTransaction> dirty = new ArrayList<>();
         for (PartitionTransaction txn : partitions.values()) {
             if (txn.dirty()) {
@@ -128,5 +134,19 @@ final class TaskWriter implements DataWriter<InternalRow> {
             }
         }
         pendingSince = -1;
+        intervalNanos = stretched(commitIntervalNanos, System.nanoTime() - started);
+    }
+
+    /** Commits at most this share of a writer's time: a commit (flush, then EndTxn and its markers)
+     * stalls the task, and on a backlog 100-ms commits took a third of it. */
+    static final int COMMIT_SHARE_DIVISOR = 10;
+    /** However slow the commits, records become visible at least this often. */
+    static final long MAX_STRETCHED_NANOS = 2_000_000_000L;
+
+    /** The interval until the next commit: the configured one, or longer when the last commit took
+     * {@code commitNanos}, so that committing stays under 1/{@link #COMMIT_SHARE_DIVISOR} of the time. */
+    static long stretched(long configuredNanos, long commitNanos) {
+        long bounded = Math.min((COMMIT_SHARE_DIVISOR - 1) * commitNanos, MAX_STRETCHED_NANOS);
+        return Math.max(configuredNanos, bounded);
     }
 }
