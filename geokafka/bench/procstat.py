@@ -80,6 +80,28 @@ def _cpu_and_rss(pid: int) -> tuple[float, int]:
     return cpu, rss
 
 
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+"""Names (``comm``, cut to 15 characters) of HotSpot's just-in-time compiler threads."""
+
+
+def jit_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s JIT compiler threads (0 for a process that is not a HotSpot JVM)."""
+    total = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tasks:
+        try:
+            if not Path(f"/proc/{pid}/task/{tid}/comm").read_text().startswith(JIT_THREADS):
+                continue
+            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / _TICK
+
+
 class TreeSampler:
     """Samples a process tree every ``interval_s``: CPU seconds (summed) and peak summed RSS
     (:func:`summed_rss`: a child not yet past exec is not counted twice).
@@ -111,6 +133,10 @@ class TreeSampler:
         self.cpu_s = max(self.cpu_s, cpu)
         self.peak_rss = max(self.peak_rss, summed_rss(seen))
         self.processes = max(self.processes, len(procs))
+
+    def jit_cpu_s(self) -> float:
+        """CPU seconds of the JIT compiler threads of every JVM in the tree, now."""
+        return sum(jit_cpu(pid) for pid, _ in _tree(self.root))
 
     def _run(self) -> None:
         while not self._stop.is_set():

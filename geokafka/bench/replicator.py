@@ -37,9 +37,15 @@ def run_replicator(
     def first_written() -> None:
         sampler.sample()
         marks["cpu_written"] = sampler.cpu_s
+        marks["jit_written"] = sampler.jit_cpu_s()
         marks["count_written"] = counter.count
 
+    def half() -> None:
+        sampler.sample()
+        marks["cpu_half"] = sampler.cpu_s
+
     counter.on_first = first
+    counter.on_half = half
     written = FirstWritten(DST, target_topic)
     written.on_first = first_written
     written.start()
@@ -54,6 +60,7 @@ def run_replicator(
             raise RuntimeError(f"{name}: {counter.count:,}/{records:,} records on the target after {timeout_s:.0f}s")
         sampler.sample()
         cpu_done = sampler.cpu_s
+        jit_done = sampler.jit_cpu_s()
         first_at = counter.first_at or t0
         wall = counter.done_at - t0
         # the window opens when the first record is written (committed or not: a transactional
@@ -82,6 +89,17 @@ def run_replicator(
             "cpu_s": round(cpu, 2), "cpu_s_total": round(cpu_done, 2), "cpu_s_per_gb": round(cpu / gb, 1),
             "peak_rss_mb": round(sampler.peak_rss / 1e6, 1), "processes": sampler.processes,
         })
+        if "jit_written" in marks and basis.startswith("first record written"):
+            # the JVM's compilers at work in the window: a cost of a fresh JVM, paid once
+            jit = jit_done - marks["jit_written"]
+            result.update({"jit_cpu_s": round(jit, 2), "jit_share": round(jit / cpu, 3) if cpu > 0 else None})
+        if counter.half_at is not None and "cpu_half" in marks and counter.done_at > counter.half_at:
+            # the second half of the records: later in the run, the JVMs warmer (steadier than the whole window)
+            half_n = records - counter.half_count
+            half_s = counter.done_at - counter.half_at
+            result["second_half"] = {
+                "records": half_n, "seconds": round(half_s, 3), "records_per_s": round(half_n / half_s, 1),
+                "cpu_s_per_gb": round((cpu_done - marks["cpu_half"]) / (half_n * size / 1e9), 1)}
         if lat_topic and lat_target:
             result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s, warmup_s=lat_warmup_s)
             sampler.sample()

@@ -41,9 +41,13 @@ class TargetCounter:
         self.first_count = 0
         """Records in the first fetch that showed any (already copied when the window opens)."""
         self.done_at: float | None = None
+        self.half_at: float | None = None
+        """When at least half of ``expected`` was visible; ``half_count`` records were."""
+        self.half_count = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-counter")
         self.on_first: Callable[[], None] | None = None  # run in this thread when the first record shows up
+        self.on_half: Callable[[], None] | None = None  # run in this thread when half the records are visible
 
     def start(self) -> TargetCounter:
         self._thread.start()
@@ -70,6 +74,10 @@ class TargetCounter:
                         if self.on_first is not None:
                             self.on_first()
                     self.count += got
+                    if self.half_at is None and self.count >= self.expected // 2:
+                        self.half_at, self.half_count = time.monotonic(), self.count
+                        if self.on_half is not None:
+                            self.on_half()
             if self.count >= self.expected:
                 self.done_at = time.monotonic()
         finally:

@@ -22,15 +22,17 @@ def _n(value: Any, fmt: str = ",.0f") -> str:
 
 def render(report: dict[str, Any]) -> list[Table]:
     """The result table, the scaling table and the targets."""
-    table = Table("run", "contender", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "CPU s/GB", "peak RSS MB",
-                  "vs raw", "note", title="geokafka bench")
+    table = Table("run", "contender", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "CPU s/GB", "JIT % of CPU",
+                  "2nd half rec/s", "2nd half CPU s/GB", "peak RSS MB", "vs raw", "note", title="geokafka bench")
     for label, run in report["runs"].items():
         for name in ("raw", "mm2", "mm2-eos", "spark-kafka", "geokafka"):
             r = run.get(name) or {}
             if not r.get("ran"):
-                table.add_row(label, name, "not run", "", "", "", "", "", "", "", str(r.get("reason", ""))[:60])
+                table.add_row(label, name, "not run", "", "", "", "", "", "", "", "", "", "",
+                              str(r.get("reason", ""))[:60])
                 continue
             lat = r.get("latency") or {}
+            half = r.get("second_half") or {}
             raw = (run.get("raw") or {}).get("records_per_s") if (run.get("raw") or {}).get("ran") else None
             vs_raw = f"{r['records_per_s'] / raw:.2f}" if raw else "-"
             note = "" if name == "raw" else f"start {r.get('startup_s')}s excluded" if "excluded" in r.get("basis", "") \
@@ -40,11 +42,14 @@ def render(report: dict[str, Any]) -> list[Table]:
             note += f" load {r.get('load_avg_1m', ['?'])[0]}"
             table.add_row(label, name, _n(r["records_per_s"]), _n(r["mb_per_s"], ",.1f"), _n(lat.get("p50_ms"), ".1f"),
                           _n(lat.get("p95_ms"), ".1f"), _n(lat.get("p99_ms"), ".1f"), _n(r.get("cpu_s_per_gb"), ",.0f"),
+                          _n(None if r.get("jit_share") is None else 100 * r["jit_share"], ".0f"),
+                          _n(half.get("records_per_s")), _n(half.get("cpu_s_per_gb"), ",.0f"),
                           _n(r.get("peak_rss_mb"), ",.0f"), vs_raw, note)
         ratios = run.get("ratios", {})
         table.add_row(label, "ratios", f"gk/mm2 {_n(ratios.get('geokafka_over_mm2'), '.2f')}",
                       f"gk/raw {_n(ratios.get('geokafka_over_raw'), '.2f')}",
-                      f"gk/mm2-eos {_n(ratios.get('geokafka_over_mm2_eos'), '.2f')}", "", "", "", "", "", "")
+                      f"gk/mm2-eos {_n(ratios.get('geokafka_over_mm2_eos'), '.2f')}", "", "", "", "", "", "", "", "",
+                      "")
     scaling = Table("partitions", "records", "records/s", "MB/s", "CPU s/GB", "peak RSS MB", title="geokafka scaling (1 KiB)")
     for row in report.get("scaling", []):
         if not row.get("ran"):

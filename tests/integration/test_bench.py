@@ -36,11 +36,16 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
             assert result["records_per_s"] > 0 and result["mb_per_s"] > 0
             if name != "raw":
                 assert result["cpu_s_per_gb"] > 0 and result["peak_rss_mb"] > 0
+                # the later half of the records, measured on its own
+                half = result["second_half"]
+                assert 0 < half["records"] < result["records"] and half["records_per_s"] > 0
         assert run["ratios"]["geokafka_over_mm2"] is not None
         assert run["ratios"]["geokafka_over_raw"] is not None
         assert run["ratios"]["geokafka_over_mm2_eos"] is not None
         # the throughput window opens when geokafka writes its first record, not at its first commit
         assert run["geokafka"]["basis"].startswith("first record written")
+        # the CPU of the JVM's compiler threads inside that window (a fresh JVM compiles as it copies)
+        assert 0 < run["geokafka"]["jit_cpu_s"] <= run["geokafka"]["cpu_s"] + 0.5
     for name in ("mm2", "mm2-eos", "spark-kafka", "geokafka"):
         lat = report["runs"]["1k"][name]["latency"]
         assert 0 < lat["received"] <= lat["sent"]  # the probe's own records only

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
-from geokafka.bench.procstat import TreeSampler, summed_rss
+from geokafka.bench.procstat import TreeSampler, jit_cpu, summed_rss
 
 JAVA, CHMOD, PY = "/usr/lib/jvm/bin/java", "/usr/bin/chmod", "/usr/bin/python3"
 GB = 1 << 30
@@ -39,3 +40,8 @@ def test_the_sampler_adds_a_real_child_with_its_own_memory() -> None:
             parent.kill()
     assert sampler.peak_rss > 200 << 20  # the child's 200 MB, though it runs its parent's program
     assert sampler.processes >= 2
+
+
+def test_jit_cpu_is_zero_for_a_process_without_compiler_threads_or_gone() -> None:
+    assert jit_cpu(os.getpid()) == 0.0  # Python: no "C1/C2 CompilerThre" threads
+    assert jit_cpu(2**22 + 7) == 0.0  # no such process
