@@ -1,7 +1,9 @@
 """MirrorMaker 2 in dedicated mode (``org.apache.kafka.connect.mirror.MirrorMaker``) from the fetched jars.
 
-Tuned like geokafka's writer where the settings exist: producer acks=all, linger.ms=5,
-batch.size=1000000, compression lz4; tasks.max = the machine's cores. Differences that stay:
+Tuned like geokafka's writer where the settings exist: producer acks=all, batch.size=1000000,
+compression lz4; tasks.max = the machine's cores. linger.ms is 5, not geokafka's 100: MM2's
+records wait for the linger before they are sent, geokafka's wait for a commit, which flushes.
+Differences that stay:
 MM2 runs twice: at-least-once, and exactly-once (KIP-618 ``exactly.once.source.support=enabled``,
 transactional like geokafka; it needs the internal REST listener). Source aliases ``mm2src`` and
 ``mm2eos`` so that MM2's target topics (``mm2src.<topic>``) never clash with geokafka's (``src.<topic>``).

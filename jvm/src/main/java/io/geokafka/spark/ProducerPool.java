@@ -20,7 +20,10 @@ final class ProducerPool {
     static {
         DEFAULTS.put("acks", "all");
         DEFAULTS.put("enable.idempotence", "true");
-        DEFAULTS.put("linger.ms", "5");
+        // every commit flushes, so records wait for the commit, never for the linger; the linger only
+        // batches a partition's records between commits: one producer per partition sends a request
+        // per partition, and at 5 ms the senders cost 1.5x the CPU of 100 ms (measured 2026-11-26)
+        DEFAULTS.put("linger.ms", "100");
         DEFAULTS.put("batch.size", "524288");
         // one producer per source partition, all in the heap of the JVM that runs the tasks (the
         // driver's on a local master): 16 MB is ~0.3 s of a single partition at this machine's
