@@ -85,7 +85,11 @@ JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
 
 
 def jit_cpu(pid: int) -> float:
-    """CPU seconds of ``pid``'s JIT compiler threads (0 for a process that is not a HotSpot JVM)."""
+    """CPU seconds of ``pid``'s JIT compiler threads (0 for a process that is not a HotSpot JVM).
+
+    A lower bound: HotSpot retires idle compiler threads beyond the first of each kind (on machines
+    with more cores than this one's two), and a retired thread takes its CPU seconds with it.
+    """
     total = 0
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
