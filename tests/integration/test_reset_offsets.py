@@ -45,7 +45,9 @@ def kafka_tool_dry_run(conn: ClusterConnection, group: str, topic: str, when: st
 def timed_topic(west: ClusterConnection, unique: Callable[[str], str]) -> str:
     """p0: records 1 s apart (one out of order); p1: all before the times tested; p2: empty."""
     topic = unique("clicks")
-    create_topic(west, topic, 3)
+    # the records are from 2024: with the default 7-day retention the broker's retention check
+    # (every 5 min) deletes them, and a lookup after it finds every partition empty
+    create_topic(west, topic, 3, config={"retention.ms": "-1"})
     records = [{"value": f"p0-{i}".encode(), "partition": 0, "timestamp": BASE + s * 1000}
                for i, s in enumerate(P0_SECONDS)]
     records += [{"value": f"p1-{i}".encode(), "partition": 1, "timestamp": BASE - 10_000 + i} for i in range(5)]
