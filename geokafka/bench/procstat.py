@@ -9,16 +9,21 @@ from pathlib import Path
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
+def _stat_fields(path: str) -> list[str]:
+    """The fields of a ``/proc/<pid>/stat`` or ``/proc/<pid>/task/<tid>/stat`` file after the
+    command name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14). Raises OSError."""
+    return Path(path).read_text().rpartition(")")[2].split()
+
+
 def _children_map() -> dict[int, list[int]]:
     kids: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
+            ppid = int(_stat_fields(f"/proc/{entry}/stat")[1])
         except OSError:
             continue
-        ppid = int(stat.rpartition(")")[2].split()[1])
         kids.setdefault(ppid, []).append(int(entry))
     return kids
 
@@ -67,11 +72,10 @@ def summed_rss(processes: dict[int, tuple[int | None, str, int]]) -> int:
 def _cpu_and_rss(pid: int) -> tuple[float, int]:
     """CPU seconds (own + reaped children) and VmRSS bytes of one process."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        fields = _stat_fields(f"/proc/{pid}/stat")
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return 0.0, 0
-    # after ")": state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14)
     cpu = sum(int(fields[i]) for i in (11, 12, 13, 14)) / _TICK
     rss = 0
     for line in status.splitlines():
@@ -99,7 +103,7 @@ def jit_cpu(pid: int) -> float:
         try:
             if not Path(f"/proc/{pid}/task/{tid}/comm").read_text().startswith(JIT_THREADS):
                 continue
-            fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rpartition(")")[2].split()
+            fields = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
         except OSError:
             continue
         total += int(fields[11]) + int(fields[12])

@@ -20,6 +20,11 @@ def _n(value: Any, fmt: str = ",.0f") -> str:
     return "-" if value is None else format(value, fmt)
 
 
+def _blank(table: Table, filled: int) -> list[str]:
+    """Empty cells for the rest of a row of ``table`` that fills ``filled`` columns itself."""
+    return [""] * (len(table.columns) - filled)
+
+
 def render(report: dict[str, Any]) -> list[Table]:
     """The result table, the scaling table and the targets."""
     table = Table("run", "contender", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "CPU s/GB", "JIT % of CPU",
@@ -28,8 +33,7 @@ def render(report: dict[str, Any]) -> list[Table]:
         for name in ("raw", "mm2", "mm2-eos", "spark-kafka", "geokafka"):
             r = run.get(name) or {}
             if not r.get("ran"):
-                table.add_row(label, name, "not run", "", "", "", "", "", "", "", "", "", "",
-                              str(r.get("reason", ""))[:60])
+                table.add_row(label, name, "not run", *_blank(table, 4), str(r.get("reason", ""))[:60])
                 continue
             lat = r.get("latency") or {}
             half = r.get("second_half") or {}
@@ -48,8 +52,7 @@ def render(report: dict[str, Any]) -> list[Table]:
         ratios = run.get("ratios", {})
         table.add_row(label, "ratios", f"gk/mm2 {_n(ratios.get('geokafka_over_mm2'), '.2f')}",
                       f"gk/raw {_n(ratios.get('geokafka_over_raw'), '.2f')}",
-                      f"gk/mm2-eos {_n(ratios.get('geokafka_over_mm2_eos'), '.2f')}", "", "", "", "", "", "", "", "",
-                      "")
+                      f"gk/mm2-eos {_n(ratios.get('geokafka_over_mm2_eos'), '.2f')}", *_blank(table, 5))
     scaling = Table("partitions", "records", "records/s", "MB/s", "CPU s/GB", "peak RSS MB", title="geokafka scaling (1 KiB)")
     for row in report.get("scaling", []):
         if not row.get("ran"):
