@@ -264,7 +264,9 @@ class Pipeline(_Model):
         "geokafka's"))
     topic_refresh_s: float = Field(30.0, gt=0, le=3600, description="how often topic selection is re-evaluated")
     spark_conf: ConfigMap = Field(default_factory=dict, description="extra Spark configuration")
-    jit: Jit = Field("full", description=JIT_HELP + " (of the Spark driver and executors)")
+    jit: Jit = Field("full", description=JIT_HELP + (
+        " (of the Spark driver and executors; with full, the optimizing compiler waits for ten times the "
+        "JVM's default calls, so Spark's start-up code is left to the quick one)"))
 
 
 class StretchDC(_Model):

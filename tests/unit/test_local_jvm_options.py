@@ -70,6 +70,19 @@ def test_spark_runs_the_quick_compiler_only_when_asked(monkeypatch: pytest.Monke
     assert extra_jvm_options(True, SPARK_JVM_OPTIONS_ENV) == ["-XX:TieredStopAtLevel=1", "-Dx=y"]
 
 
+def test_spark_with_the_full_jit_optimizes_late_and_the_variable_still_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
+    from geokafka.infra.processes import LATE_OPTIMIZING_JIT, spark_jvm_options
+    from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
+
+    monkeypatch.delenv(SPARK_JVM_OPTIONS_ENV, raising=False)
+    assert spark_jvm_options(False, SPARK_JVM_OPTIONS_ENV) == LATE_OPTIMIZING_JIT
+    assert "-XX:Tier4InvocationThreshold=50000" in LATE_OPTIMIZING_JIT
+    assert spark_jvm_options(True, SPARK_JVM_OPTIONS_ENV) == ["-XX:TieredStopAtLevel=1"]
+    monkeypatch.setenv(SPARK_JVM_OPTIONS_ENV, "-XX:Tier4InvocationThreshold=5000")
+    # the JVM takes the last of repeated options: the variable's come last
+    assert spark_jvm_options(False, SPARK_JVM_OPTIONS_ENV)[-1] == "-XX:Tier4InvocationThreshold=5000"
+
+
 def test_the_demo_runs_every_jvm_with_the_quick_compiler(tmp_path: Path) -> None:
     """Five JVMs for a minute on two cores: the optimizing compiler took most of the brokers' CPU
     and the flow fell behind (see geokafka.drills.demo)."""

@@ -1,0 +1,19 @@
+"""The local Spark session geokafka starts: the JVM options it really runs with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from geokafka.infra.processes import LATE_OPTIMIZING_JIT, jvm_options_from_env
+from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
+
+
+def test_the_driver_runs_with_the_late_optimizing_compiler_then_the_variables_options(spark: Any) -> None:
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    for option in LATE_OPTIMIZING_JIT:
+        assert option in arguments
+    # the suite's own options (the quick compiler, tests/conftest.py) come after, so they win
+    last_late = max(arguments.index(option) for option in LATE_OPTIMIZING_JIT)
+    for option in jvm_options_from_env(SPARK_JVM_OPTIONS_ENV):
+        assert arguments.index(option) > last_late
