@@ -22,7 +22,6 @@ def run_geokafka(work: Path, state_dir: Path, topic: str, records: int, size: in
                             target_topic=f"src.{topic}", records=records, size=size, lat_topic=lat_topic,
                             lat_target=f"src.{lat_topic}" if lat_topic else None, **kw)
     result["config"] = {"master": "local[16]", "trigger_ms": 0, "max_records_per_batch": 200_000,
-                        "asyncProgressTracking": True,
                         "writer": "geokafka's JVM sink: transactional, commits every 100 ms (stretched while commits are "
                                   "slow), acks=all, linger.ms=100 (each commit flushes), batch.size=524288, lz4"}
     return result

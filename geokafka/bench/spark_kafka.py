@@ -37,8 +37,6 @@ def main(prefix: str, checkpoint: str, topics: list[str]) -> None:
     for key, value in {"acks": "all", "linger.ms": "5", "batch.size": "1000000", "compression.type": "lz4",
                        "max.request.size": "8388608"}.items():
         writer = writer.option(f"kafka.{key}", value)
-    # the same asynchronous progress tracking as geokafka's queries (Spark supports it for this sink)
-    writer = writer.option("asyncProgressTrackingEnabled", "true")
     query = writer.option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start()
     print(json.dumps({"query": str(query.id)}), flush=True)
     query.awaitTermination()
@@ -57,7 +55,6 @@ def run_spark_kafka(work: Path, topic: str, records: int, size: int, partitions:
                             target_topic=f"{PREFIX}.{topic}", records=records, size=size, lat_topic=lat_topic,
                             lat_target=f"{PREFIX}.{lat_topic}" if lat_topic else None, **kw)
     result["config"] = {"master": MASTER, "trigger": "processingTime=0", "maxOffsetsPerTrigger": 200_000,
-                        "asyncProgressTracking": True,
                         "writer": "Spark's Kafka sink: at-least-once, acks=all, linger.ms=5, batch.size=1000000, lz4"}
     return result
 
