@@ -30,20 +30,6 @@ log = logging.getLogger(__name__)
 
 BatchCallback = Callable[[int, list[dict[str, Any]]], None]
 
-ASYNC_PROGRESS = {
-    "asyncProgressTrackingEnabled": "true",
-    "asyncProgressTrackingCheckpointIntervalMs": "1000",
-    "_asyncProgressTrackingOverrideSinkSupportCheck": "true",
-}
-"""Spark's asynchronous progress tracking: a micro-batch no longer waits for its offset log and
-commit log files (written in the background, at most once a second). Spark allows it for its own
-Kafka sink only (the option starting with ``_`` lifts that check): after a crash the checkpoint
-may lag the batches already written, and a sink that relies on it would write them twice.
-geokafka never resumes from a checkpoint: each query starts from a fresh one at the positions
-in the target's progress records, committed with the records in one transaction. Measured at 2,000
-rec/s (two runs each, alternating, load 6-11): a micro-batch every 600-640 ms instead of every
-900-1,250 ms, latency p50 727-814 ms / p99 1,428-1,660 ms instead of 1,077-1,495 / 1,831-3,713."""
-
 
 def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Assignment, flow: Flow,
                  pipeline: Pipeline) -> DataFrame:
@@ -137,8 +123,6 @@ class FlowQuery:
         for key, value in options.items():
             writer = writer.option(key, value)
         writer = writer.option("checkpointLocation", self._checkpoint)
-        for key, value in ASYNC_PROGRESS.items():
-            writer = writer.option(key, value)
         self.query: StreamingQuery = writer.trigger(processingTime=f"{pipeline.trigger_ms} milliseconds").start()
 
     def _registry(self) -> Any:
