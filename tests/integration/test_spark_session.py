@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from geokafka.infra.processes import LATE_OPTIMIZING_JIT, jvm_options_from_env
 from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
+
+pytestmark = pytest.mark.integration  # it starts Spark (the suite orders such tests first)
 
 
 def test_the_driver_runs_with_the_late_optimizing_compiler_then_the_variables_options(spark: Any) -> None:
