@@ -48,7 +48,7 @@ instead of 4.9-5.4 s (load < 2). A whole mirror start on the quiet machine (two 
 alternating): the JVM used 8.8-9.9 CPU s up to its query start instead of 10.5-12.4, its first
 record written after 11.2-11.5 s against 11.0-12.7 (the same, within the runs' spread).
 Per-record code runs millions of times and still reaches the optimizing compiler in its first
-second: 2,000,000 x 1 KiB copies (three pairs, alternating) at the same speed and CPU per GB."""
+second: 2,000,000 x 1 KiB copies (seven runs each way, alternating) at the same speed and CPU per GB."""
 
 
 def jvm_options_from_env(variable: str) -> list[str]:
