@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -56,15 +57,10 @@ def jvm_options_from_env(variable: str) -> list[str]:
     return os.environ.get(variable, "").split()
 
 
-def extra_jvm_options(quick_jit: bool, variable: str) -> list[str]:
-    """A JVM's options besides its own: :data:`QUICK_JIT` for ``jit: quick``, then ``variable``'s."""
-    return [*(QUICK_JIT if quick_jit else []), *jvm_options_from_env(variable)]
-
-
-def spark_jvm_options(quick_jit: bool, variable: str) -> list[str]:
-    """A Spark JVM's options besides Spark's: :data:`QUICK_JIT` or :data:`LATE_OPTIMIZING_JIT`,
-    then ``variable``'s (which can override either)."""
-    return [*(QUICK_JIT if quick_jit else LATE_OPTIMIZING_JIT), *jvm_options_from_env(variable)]
+def extra_jvm_options(quick_jit: bool, variable: str, full_jit: Sequence[str] = ()) -> list[str]:
+    """A JVM's options besides its own: :data:`QUICK_JIT` for ``jit: quick``, else ``full_jit``
+    (Spark's: :data:`LATE_OPTIMIZING_JIT`), then ``variable``'s (which can override either)."""
+    return [*(QUICK_JIT if quick_jit else full_jit), *jvm_options_from_env(variable)]
 
 
 def running_pid(pid_file: Path) -> int | None:

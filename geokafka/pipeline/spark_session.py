@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from geokafka.artifacts.jars import sink_jar, spark_kafka_jars
-from geokafka.infra.processes import spark_jvm_options
+from geokafka.infra.processes import LATE_OPTIMIZING_JIT, extra_jvm_options
 from geokafka.pipeline.class_archive import java_options
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
             driver_options.extend(java_options(jars))
     else:
         builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
-    extra = spark_jvm_options(quick_jit, SPARK_JVM_OPTIONS_ENV)
+    extra = extra_jvm_options(quick_jit, SPARK_JVM_OPTIONS_ENV, full_jit=LATE_OPTIMIZING_JIT)
     builder = builder.config("spark.driver.extraJavaOptions", " ".join([*driver_options, *extra]))
     builder = builder.config("spark.executor.extraJavaOptions", " ".join([log_conf, *extra]))
     for key, value in {**_DEFAULTS, **(conf or {})}.items():

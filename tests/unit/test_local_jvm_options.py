@@ -71,16 +71,17 @@ def test_spark_runs_the_quick_compiler_only_when_asked(monkeypatch: pytest.Monke
 
 
 def test_spark_with_the_full_jit_optimizes_late_and_the_variable_still_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
-    from geokafka.infra.processes import LATE_OPTIMIZING_JIT, spark_jvm_options
+    from geokafka.infra.processes import LATE_OPTIMIZING_JIT, extra_jvm_options
     from geokafka.pipeline.spark_session import SPARK_JVM_OPTIONS_ENV
 
     monkeypatch.delenv(SPARK_JVM_OPTIONS_ENV, raising=False)
-    assert spark_jvm_options(False, SPARK_JVM_OPTIONS_ENV) == LATE_OPTIMIZING_JIT
+    assert extra_jvm_options(False, SPARK_JVM_OPTIONS_ENV, full_jit=LATE_OPTIMIZING_JIT) == LATE_OPTIMIZING_JIT
     assert "-XX:Tier4InvocationThreshold=50000" in LATE_OPTIMIZING_JIT
-    assert spark_jvm_options(True, SPARK_JVM_OPTIONS_ENV) == ["-XX:TieredStopAtLevel=1"]
+    assert extra_jvm_options(True, SPARK_JVM_OPTIONS_ENV, full_jit=LATE_OPTIMIZING_JIT) == ["-XX:TieredStopAtLevel=1"]
     monkeypatch.setenv(SPARK_JVM_OPTIONS_ENV, "-XX:Tier4InvocationThreshold=5000")
     # the JVM takes the last of repeated options: the variable's come last
-    assert spark_jvm_options(False, SPARK_JVM_OPTIONS_ENV)[-1] == "-XX:Tier4InvocationThreshold=5000"
+    options = extra_jvm_options(False, SPARK_JVM_OPTIONS_ENV, full_jit=LATE_OPTIMIZING_JIT)
+    assert options[-1] == "-XX:Tier4InvocationThreshold=5000"
 
 
 def test_the_demo_runs_every_jvm_with_the_quick_compiler(tmp_path: Path) -> None:
