@@ -20,12 +20,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from geokafka.artifacts import class_archives
+from geokafka.artifacts.spark_home import spark_home
 
 
 def _spark_jars_dir() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent / "jars"
+    return spark_home() / "jars"
 
 
 def archive_path(classpath: Sequence[Path]) -> Path:

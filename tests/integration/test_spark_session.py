@@ -21,3 +21,9 @@ def test_the_driver_runs_with_the_late_optimizing_compiler_then_the_variables_op
     last_late = max(arguments.index(option) for option in LATE_OPTIMIZING_JIT)
     for option in jvm_options_from_env(SPARK_JVM_OPTIONS_ENV):
         assert arguments.index(option) > last_late
+
+
+def test_the_driver_runs_spark_without_mllib(spark: Any) -> None:
+    classpath = str(spark.sparkContext._jvm.java.lang.System.getProperty("java.class.path"))
+    assert "spark-sql_2.13-" in classpath and "spark-core_2.13-" in classpath
+    assert "spark-mllib_" not in classpath  # its session extension costs ~1.5 s of every start
