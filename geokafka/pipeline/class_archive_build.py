@@ -31,6 +31,7 @@ def ensure_archive(classpath: Sequence[Path], timeout_s: float = 300.0) -> Path 
 def _train(out: str) -> None:
     """Start the local session geokafka uses, run the work a mirror's start does, exit cleanly."""
     from pyspark import SparkContext
+    from pyspark.sql import functions
 
     spark = get_spark("local[2]", "geokafka-class-archive", dump_archive_to=out)
     spark.range(1000).selectExpr("id % 7 AS k", "CAST(id AS STRING) AS v").groupBy("k").count().collect()
@@ -43,8 +44,8 @@ def _train(out: str) -> None:
              .option("assign", '{"training": [0]}').option("includeHeaders", "true")
              .option("kafka.default.api.timeout.ms", "2000").option("kafka.request.timeout.ms", "1000")
              .load())
-    frame = frame.selectExpr("key", "value", "topic", "partition", "offset", "unix_millis(timestamp) AS ts",
-                             "headers")
+    frame = frame.select("key", "value", "topic", "partition", "offset",
+                         functions.unix_millis(functions.col("timestamp")).alias("ts"), "headers")
     query = frame.writeStream.format("noop").start()
     try:
         query.awaitTermination(30)
