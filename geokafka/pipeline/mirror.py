@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +18,8 @@ from geokafka.pipeline.spark_session import get_spark
 from geokafka.topology.schema import Topology
 
 TickCallback = Callable[[list[FlowRunner]], None]
+
+log = logging.getLogger(__name__)
 
 
 def mirror(
@@ -51,8 +54,13 @@ def mirror(
             with ThreadPoolExecutor(max_workers=min(4, len(runners)) or 1, thread_name_prefix="prepare") as pool:
                 prepared = [pool.submit(runner.try_prepare) for runner in runners]
                 spark_start = time.monotonic()
-                spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf,
-                                  quick_jit=pipeline.jit == "quick")
+                try:
+                    spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf,
+                                      quick_jit=pipeline.jit == "quick")
+                except Exception:
+                    if not _stopping(stop):
+                        raise
+                    spark = None
                 for runner in runners:
                     runner.startup.took("Spark session", time.monotonic() - spark_start)
                 # PySpark's SparkContext put its own SIGINT handler in place of ours: ours again
@@ -61,9 +69,13 @@ def mirror(
                     future.result()
             for runner in runners:
                 runner.spark = spark
-            while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+            while spark is not None and not stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 for runner in runners:
-                    runner.tick()
+                    try:
+                        runner.tick()
+                    except Exception:
+                        if not _stopping(stop):
+                            raise
                 if on_tick is not None:
                     on_tick(runners)
                 if all(r.status.final for r in runners):
@@ -79,3 +91,15 @@ def mirror(
             raise first
     return runners
 
+
+def _stopping(stop: threading.Event) -> bool:
+    """True when a stop was asked for: a Spark call that failed meanwhile failed because of it.
+
+    A service manager stops every process of a service (systemd's default), so Spark's JVM gets
+    the same signal and goes away under a start or a tick; that is a stop, not an error (its
+    shutdown hook stops the queries, whose writers the next start fences anyway).
+    """
+    if stop.is_set():
+        log.info("Spark's JVM went away after the stop signal; stopping the flows without it")
+        return True
+    return False

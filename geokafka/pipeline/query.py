@@ -52,14 +52,21 @@ def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Ass
     # Columns, not SQL text: Spark's SQL parser, cold in a fresh JVM, took ~0.4 s of a mirror's
     # start for these seven plain columns; a flow's own transforms are SQL and parsed as such.
     transform = flow.transform
-    key = F.expr(f"CAST(({transform.key}) AS BINARY)") if transform and transform.key else F.col("key")
-    value = F.expr(f"CAST(({transform.value}) AS BINARY)") if transform and transform.value else F.col("value")
-    columns = [key.alias("key"), value.alias("value"), F.col("topic"), F.col("partition"), F.col("offset"),
+    key_col = F.expr(f"CAST(({transform.key}) AS BINARY)") if transform and transform.key else F.col("key")
+    value_col = F.expr(f"CAST(({transform.value}) AS BINARY)") if transform and transform.value else F.col("value")
+    columns = [key_col.alias("key"), value_col.alias("value"), F.col("topic"), F.col("partition"), F.col("offset"),
                F.unix_millis(F.col("timestamp")).alias("ts"), F.col("headers")]
     if transform and transform.filter:
         # Filtered records still advance progress, so the sink sees every row with a `keep` flag.
         columns.append(F.expr(f"CAST(({transform.filter}) AS BOOLEAN)").alias("keep"))
     return frame.select(*columns)
+
+
+def jvm_gone(exc: BaseException) -> bool:
+    """True when a py4j call failed because Spark's JVM is no longer there (by the error's class)."""
+    from py4j.protocol import Py4JNetworkError
+
+    return isinstance(exc, (ConnectionError, Py4JNetworkError))
 
 
 def stop_failure(exc: BaseException) -> str:
@@ -129,6 +136,15 @@ class FlowQuery:
         writer = writer.option("checkpointLocation", self._checkpoint)
         self.query: StreamingQuery = writer.trigger(processingTime=f"{pipeline.trigger_ms} milliseconds").start()
 
+    def _spark_stopped(self, exc: BaseException) -> bool:
+        """True when ``exc`` came from a Spark that stopped on its own (its JVM got the stop signal too)."""
+        if jvm_gone(exc):
+            return True
+        try:
+            return bool(self._spark.sparkContext._jsc.sc().isStopped())
+        except Exception:  # noqa: BLE001 - the JVM went away meanwhile
+            return True
+
     def _registry(self) -> Any:
         return self._spark.sparkContext._jvm.io.geokafka.spark.SinkRegistry  # type: ignore[union-attr]
 
@@ -165,7 +181,10 @@ class FlowQuery:
             self.poll()
             self.query.stop()
         except Exception as exc:  # noqa: BLE001 - a stuck query must not stall the runner
-            log.warning("flow %s: %s", self.flow_name, stop_failure(exc))
+            if self._spark_stopped(exc):
+                log.info("flow %s: Spark had stopped already (its shutdown hook stops the query)", self.flow_name)
+            else:
+                log.warning("flow %s: %s", self.flow_name, stop_failure(exc))
         finally:
             try:
                 self._registry().forget(self._key)

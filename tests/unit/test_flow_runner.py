@@ -175,3 +175,14 @@ def test_a_query_that_does_not_stop_in_time_is_said_in_geokafkas_words() -> None
     other = _Py4JError(_JavaException("java.lang.IllegalStateException", "SparkContext was shut down\n\tat ..."))
     assert stop_failure(other) == "its query did not stop cleanly: SparkContext was shut down"
     assert stop_failure(RuntimeError("gateway gone")) == "its query did not stop cleanly: gateway gone"
+
+
+def test_a_jvm_that_is_gone_is_told_by_the_errors_class() -> None:
+    from py4j.protocol import Py4JNetworkError
+
+    from geokafka.pipeline.query import jvm_gone
+
+    assert jvm_gone(ConnectionRefusedError(111, "Connection refused"))
+    assert jvm_gone(Py4JNetworkError("Error while sending or receiving"))
+    assert not jvm_gone(_Py4JError(_JavaException("java.lang.IllegalStateException", "SparkContext was shut down")))
+    assert not jvm_gone(RuntimeError("Connection refused"))  # the words alone decide nothing
