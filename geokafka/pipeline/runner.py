@@ -98,6 +98,7 @@ class FlowRunner:
     _observation_job: Every = field(default_factory=lambda: Every(1.0))
     _identity_job: Every = field(default_factory=lambda: Every(1.0))
     _offset_index: Any = None
+    _sync_memory: Any = None
     _ever_started: bool = False
     _prepared: Assignment | None = None
     _max_message_bytes: dict[str, int] = field(default_factory=dict)
@@ -409,11 +410,14 @@ class FlowRunner:
         self._sync_topic_metadata()
         try:
             if "group-offsets" in self.flow.sync:
-                from geokafka.control.offsets import TargetIndex, sync_group_offsets
+                from geokafka.control.offsets import SyncMemory, TargetIndex, sync_group_offsets
 
                 if self._offset_index is None:
                     self._offset_index = TargetIndex(self.target, timeout_s=30.0)
-                report = sync_group_offsets(self.topology, self.name, index=self._offset_index, timeout_s=5.0)
+                if self._sync_memory is None:
+                    self._sync_memory = SyncMemory()
+                report = sync_group_offsets(self.topology, self.name, index=self._offset_index,
+                                            memory=self._sync_memory, timeout_s=5.0)
                 self._record_held_groups(report.held_on_target())
         except Exception as exc:  # noqa: BLE001 - a failed sync must never stop replication
             log.warning("flow %s: sync skipped: %s", self.name, exc)

@@ -69,3 +69,20 @@ def test_a_position_consumers_reached_on_the_target_is_theirs_unless_overwritten
 def test_an_active_target_group_is_held_even_when_overwriting() -> None:
     d = decide_commit(translation(17), previous=25, activity=GroupActivity("stable", 1), synced=25, overwrite=True)
     assert (d.action, d.held) == ("skip", True)
+
+
+def test_a_sync_remembers_what_it_wrote_when_a_read_of_the_state_misses_it() -> None:
+    from geokafka.control.offsets import SyncMemory
+    from geokafka.control.state_records import GroupCheckpoint
+
+    wrote = GroupCheckpoint("f", "g", {("t", 0): 250}, 2_000, {("east.t", 0): 250})
+    memory = SyncMemory()
+    memory.remember({"g": wrote})
+    older = GroupCheckpoint("f", "g", {("t", 0): 200}, 1_000, {})
+    other = GroupCheckpoint("f", "h", {("t", 0): 5}, 1_500, {("east.t", 0): 5})
+    # a read that stopped before the newest checkpoint (or found none): the remembered one counts
+    assert memory.merged({"g": older, "h": other}) == {"g": wrote, "h": other}
+    assert memory.merged({}) == {"g": wrote}
+    # one written later (by another process, e.g. failover) wins over the remembered one
+    newer = GroupCheckpoint("f", "g", {("t", 0): 100}, 3_000, {("east.t", 0): 100})
+    assert memory.merged({"g": newer}) == {"g": newer}

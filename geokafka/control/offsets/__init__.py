@@ -21,7 +21,14 @@ from geokafka.control.offsets.checkpoints import load_checkpoints
 from geokafka.control.offsets.exceptions import GroupNotEmptyError, NoCommittedOffsetsError
 from geokafka.control.offsets.groups import GroupTranslation, PartitionTranslation, translate_group
 from geokafka.control.offsets.index import PartitionIndex, TargetIndex
-from geokafka.control.offsets.sync import Decision, OffsetAction, SyncReport, decide_commit, sync_group_offsets
+from geokafka.control.offsets.sync import (
+    Decision,
+    OffsetAction,
+    SyncMemory,
+    SyncReport,
+    decide_commit,
+    sync_group_offsets,
+)
 from geokafka.control.offsets.translate import OffsetMapping, SourcePartition, Translation, translate_offset
 from geokafka.control.state_records import GroupCheckpoint
 
@@ -38,6 +45,7 @@ __all__ = [
     "PartitionTranslation",
     "ResetReport",
     "SourcePartition",
+    "SyncMemory",
     "SyncReport",
     "TargetIndex",
     "Translation",

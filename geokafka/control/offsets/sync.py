@@ -144,6 +144,34 @@ class SyncReport:
         return data
 
 
+@dataclass
+class SyncMemory:
+    """The checkpoints one process's syncs wrote, newest per group.
+
+    A sync reads the checkpoints back from the state topic, and a read can miss the newest: it
+    reads to the partition's last stable offset, so a checkpoint written behind an open
+    transaction of the sink (its progress records share the topic) is not there yet. A sync
+    round on such a read would forget what the sync committed (its ``synced`` offsets), and a
+    source group's rewind would then be taken for consumers on the target moving the group, and
+    never followed. Kept by the long-running caller (the pipeline runner) and passed to every
+    sync, the newer of the two copies of a group's checkpoint counts (by ``at_ms``).
+    """
+
+    checkpoints: dict[str, GroupCheckpoint] = field(default_factory=dict)
+
+    def merged(self, read: dict[str, GroupCheckpoint]) -> dict[str, GroupCheckpoint]:
+        """``read`` with each group's checkpoint replaced by the remembered one where that is newer."""
+        out = dict(read)
+        for group, checkpoint in self.checkpoints.items():
+            if group not in out or out[group].at_ms < checkpoint.at_ms:
+                out[group] = checkpoint
+        return out
+
+    def remember(self, written: dict[str, GroupCheckpoint]) -> None:
+        """Keep the checkpoints a sync just stored (or found unchanged)."""
+        self.checkpoints.update(written)
+
+
 def sync_group_offsets(
     topology: Topology,
     flow_name: str,
@@ -154,6 +182,7 @@ def sync_group_offsets(
     overwrite: bool = False,
     dry_run: bool = False,
     index: TargetIndex | None = None,
+    memory: SyncMemory | None = None,
     timeout_s: float = 15.0,
 ) -> SyncReport:
     """Translate the committed offsets of the flow's groups and commit them on the target.
@@ -165,6 +194,8 @@ def sync_group_offsets(
     without waiting for it again).
     ``overwrite`` moves target groups that consumers on the target moved, too (failover's choice).
     ``index``: pass the same :class:`TargetIndex` on every call to read the target incrementally.
+    ``memory``: pass the same :class:`SyncMemory` on every call, so a stale read of the state
+    cannot make the sync forget what it committed.
     ``dry_run`` decides everything and writes nothing (no commits, no checkpoints).
     ``timeout_s`` bounds each Kafka call (and how long an unreachable cluster is waited for).
     """
@@ -172,6 +203,8 @@ def sync_group_offsets(
     ctx.target.check_reachable()
     snapshot = read_target_state(ctx.target)  # before the index: progress must not run ahead of it
     known = snapshot.checkpoints(flow_name)
+    if memory is not None:
+        known = memory.merged(known)
     origin: OffsetsFrom = "source"
     try:
         if source_reachable is False:
@@ -196,8 +229,10 @@ def sync_group_offsets(
     synced = {g: cp.synced for g, cp in known.items()}
     _apply(ctx, report, translated, synced, clamp_to_end, dry_run, overwrite)
     if not dry_run:
-        report.checkpoints_written = store_checkpoints(
-            ctx.target, _checkpoints(report, offsets, replicated, known, origin), known)
+        checkpoints = _checkpoints(report, offsets, replicated, known, origin)
+        report.checkpoints_written = store_checkpoints(ctx.target, checkpoints, known)
+        if memory is not None:
+            memory.remember(checkpoints)
     summary = report.to_dict()["summary"]
     log.info("flow %s: group offsets %s", flow_name, summary)
     return report
