@@ -168,7 +168,7 @@ class SyncMemory:
         return out
 
     def remember(self, written: dict[str, GroupCheckpoint]) -> None:
-        """Keep the checkpoints a sync just stored (or found unchanged)."""
+        """Keep the checkpoints of a sync's round (what it committed), before they are stored."""
         self.checkpoints.update(written)
 
 
@@ -230,9 +230,9 @@ def sync_group_offsets(
     _apply(ctx, report, translated, synced, clamp_to_end, dry_run, overwrite)
     if not dry_run:
         checkpoints = _checkpoints(report, offsets, replicated, known, origin)
-        report.checkpoints_written = store_checkpoints(ctx.target, checkpoints, known)
-        if memory is not None:
+        if memory is not None:  # the commits are made: remembered even if storing them fails
             memory.remember(checkpoints)
+        report.checkpoints_written = store_checkpoints(ctx.target, checkpoints, known)
     summary = report.to_dict()["summary"]
     log.info("flow %s: group offsets %s", flow_name, summary)
     return report
