@@ -74,6 +74,13 @@ def configure_logging(level: str) -> None:
     handler.geokafka_cli = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(level.upper())
+    # Python's root logger gets a handler that writes nothing: a library's module-level
+    # logging.exception() (py4j's, when Spark's JVM goes away under a call) would otherwise
+    # install a console handler on it (basicConfig), print its traceback, and print every
+    # geokafka line a second time from then on.
+    python_root = logging.getLogger()
+    if not any(isinstance(h, logging.NullHandler) for h in python_root.handlers):
+        python_root.addHandler(logging.NullHandler())
 
 
 def _register() -> None:

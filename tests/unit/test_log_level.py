@@ -42,3 +42,27 @@ def test_default_level_shows_warnings_only_and_debug_shows_more(tmp_path: Path) 
     assert loud.stderr.count("a warning line") == 1  # one handler, however often the CLI ran in this process
     silent = CliRunner().invoke(cli, ["-f", str(path), "--log-level", "error", "log-probe"])
     assert silent.stderr == "" and silent.stdout == "done\n"
+
+
+def test_a_librarys_module_level_error_log_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    """py4j logs with logging.exception() on Python's root logger when Spark's JVM goes away under
+    a call: that must neither print its traceback nor make every later geokafka line print twice."""
+    from geokafka.cli.main import configure_logging
+
+    root = logging.getLogger()
+    before = list(root.handlers)
+    root.handlers[:] = []  # as in the CLI's process (pytest puts its own handlers there)
+    try:
+        configure_logging("info")
+        try:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        except ConnectionResetError:
+            logging.exception("Exception while sending command.")
+        logging.getLogger("geokafka.probe").info("said once")
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "Exception while sending command" not in err
+        assert err.count("said once") == 1
+    finally:
+        root.handlers[:] = before
+        for handler in [h for h in logging.getLogger("geokafka").handlers if getattr(h, "geokafka_cli", False)]:
+            logging.getLogger("geokafka").removeHandler(handler)
