@@ -31,24 +31,33 @@ log = logging.getLogger(__name__)
 BatchCallback = Callable[[int, list[dict[str, Any]]], None]
 
 
+def source_options(source: ClusterConnection, assignment: Assignment, flow: Flow, pipeline: Pipeline) -> dict[str, str]:
+    """The options of Spark's Kafka source for one flow (may hold the source's secrets: pass them to the reader only)."""
+    return {
+        **source.spark_options(),
+        # Client metrics pushed to brokers (KIP-714): kafka-clients 3.9.1, the one Spark's connector
+        # brings, formats a trace message on every poll of every client while trace logging is *off*
+        # (an inverted check, fixed in 4.x): see ProducerPool, where the sink's producers turn it off too.
+        "kafka.enable.metrics.push": "false",
+        "assign": json.dumps(assignment.partitions),
+        "startingOffsets": json.dumps(assignment.starting),
+        "includeHeaders": "true",
+        "kafka.isolation.level": "read_committed",
+        "failOnDataLoss": "false" if flow.skip_gaps else "true",
+        "maxOffsetsPerTrigger": str(pipeline.max_records_per_batch),
+        "kafkaConsumer.pollTimeoutMs": "15000",  # a dead source fails the batch, not hangs it
+    }
+
+
 def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Assignment, flow: Flow,
                  pipeline: Pipeline) -> DataFrame:
     """The flow's source records with the columns the sink expects."""
     from pyspark.sql import functions as F
 
     reader = spark.readStream.format("kafka")
-    for key, value in source.spark_options().items():
+    for key, value in source_options(source, assignment, flow, pipeline).items():
         reader = reader.option(key, value)
-    frame = (
-        reader.option("assign", json.dumps(assignment.partitions))
-        .option("startingOffsets", json.dumps(assignment.starting))
-        .option("includeHeaders", "true")
-        .option("kafka.isolation.level", "read_committed")
-        .option("failOnDataLoss", "false" if flow.skip_gaps else "true")
-        .option("maxOffsetsPerTrigger", str(pipeline.max_records_per_batch))
-        .option("kafkaConsumer.pollTimeoutMs", "15000")  # a dead source fails the batch, not hangs it
-        .load()
-    )
+    frame = reader.load()
     # Columns, not SQL text: Spark's SQL parser, cold in a fresh JVM, took ~0.4 s of a mirror's
     # start for these seven plain columns; a flow's own transforms are SQL and parsed as such.
     transform = flow.transform

@@ -33,6 +33,12 @@ final class ProducerPool {
         DEFAULTS.put("transaction.timeout.ms", "30000");
         DEFAULTS.put("delivery.timeout.ms", "120000");
         DEFAULTS.put("compression.type", DEFAULT_COMPRESSION);
+        // Client metrics pushed to brokers (KIP-714). kafka-clients 3.9.1 (Spark's connector's) formats
+        // a trace message in every loop of every sender thread while trace logging is off (an inverted
+        // check, fixed in 4.x): one producer per partition made it 0.75 of a mirror's ~35 CPU s per
+        // 1,000,000 x 1 KiB (async-profiler, 2026-11-26); off, 0.13 s. The source's consumers turn it
+        // off as well (pipeline/query.py); a flow's producer_config can turn it back on.
+        DEFAULTS.put("enable.metrics.push", "false");
     }
 
     record Session(KafkaProducer<byte[], byte[]> producer, long committedNext) {}
