@@ -10,7 +10,6 @@ map an archive (another JDK, a changed jar) runs without it, quietly.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import shutil
 import tempfile
@@ -18,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from geokafka.artifacts.jars import cache_root
+from geokafka.artifacts.jars import cache_root, jar_set_digest
 
 ARCHIVE_SUFFIX = ".jsa"
 
@@ -39,11 +38,7 @@ def java_identity() -> str:
 
 def archive_path(kind: str, jars: Iterable[Path]) -> Path:
     """Where the ``kind`` archive for this JDK and these jars lives (it may not exist)."""
-    digest = hashlib.sha256(java_identity().encode())
-    for jar in jars:
-        stat = jar.stat()
-        digest.update(f"{jar.name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
-    return archive_dir() / f"{kind}-{digest.hexdigest()[:16]}{ARCHIVE_SUFFIX}"
+    return archive_dir() / f"{kind}-{jar_set_digest(java_identity(), jars)}{ARCHIVE_SUFFIX}"
 
 
 UNUSED_FOR_S = 7 * 24 * 3600.0

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,16 @@ def kafka_classpath() -> str:
 def spark_kafka_jars() -> list[Path]:
     """The jars Spark needs on its classpath to read Kafka."""
     return sorted(jar_dir(SPARK_KAFKA).glob("*.jar"))
+
+
+def jar_set_digest(seed: str, jars: Iterable[Path]) -> str:
+    """16 hex digits naming what is built from ``jars`` (their names, sizes and modification times,
+    in the order given) for ``seed`` (e.g. the JDK): a changed jar gives another name."""
+    digest = hashlib.sha256(seed.encode())
+    for jar in jars:
+        stat = jar.stat()
+        digest.update(f"{jar.name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 SINK_MODULE = Path(__file__).resolve().parents[2] / "jvm"

@@ -13,13 +13,12 @@ pyspark installation, and is written under a temporary name and renamed when com
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
-from geokafka.artifacts.jars import cache_root
+from geokafka.artifacts.jars import cache_root, jar_set_digest
 
 LEFT_OUT = ("spark-mllib_",)
 """Name prefixes of the pyspark jars a geokafka driver leaves off its class path."""
@@ -44,11 +43,7 @@ def spark_home() -> Path:
 def trimmed_home(source: Path) -> Path:
     """A Spark home linking ``source``'s entries, its ``jars/`` without :data:`LEFT_OUT`."""
     jars = sorted((source / "jars").iterdir())
-    digest = hashlib.sha256(str(source.resolve()).encode())
-    for jar in jars:
-        stat = jar.stat()
-        digest.update(f"{jar.name}:{stat.st_size}:{int(stat.st_mtime)}\n".encode())
-    target = cache_root().parent / "spark-homes" / f"spark-{digest.hexdigest()[:16]}"
+    target = cache_root().parent / "spark-homes" / f"spark-{jar_set_digest(str(source.resolve()), jars)}"
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
