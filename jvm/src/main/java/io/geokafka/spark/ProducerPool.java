@@ -35,7 +35,7 @@ final class ProducerPool {
         DEFAULTS.put("compression.type", DEFAULT_COMPRESSION);
         // Client metrics pushed to brokers (KIP-714). kafka-clients 3.9.1 (Spark's connector's) formats
         // a trace message in every loop of every sender thread while trace logging is off (an inverted
-        // check, fixed in 4.x): one producer per partition made it 0.75 of a mirror's ~35 CPU s per
+        // check, fixed in 4.x): with one producer per partition it took 0.75 s of a mirror's ~35 CPU s per
         // 1,000,000 x 1 KiB (async-profiler, 2026-11-26); off, 0.13 s. The source's consumers turn it
         // off as well (pipeline/query.py); a flow's producer_config can turn it back on.
         DEFAULTS.put("enable.metrics.push", "false");
