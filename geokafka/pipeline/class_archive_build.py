@@ -9,6 +9,7 @@ from pathlib import Path
 
 from geokafka.artifacts import class_archives
 from geokafka.pipeline.class_archive import archive_path
+from geokafka.pipeline.query import sink_columns
 from geokafka.pipeline.spark_session import driver_classpath, get_spark
 
 
@@ -31,7 +32,6 @@ def ensure_archive(classpath: Sequence[Path], timeout_s: float = 300.0) -> Path 
 def _train(out: str) -> None:
     """Start the local session geokafka uses, run the work a mirror's start does, exit cleanly."""
     from pyspark import SparkContext
-    from pyspark.sql import functions
 
     spark = get_spark("local[2]", "geokafka-class-archive", dump_archive_to=out)
     spark.range(1000).selectExpr("id % 7 AS k", "CAST(id AS STRING) AS v").groupBy("k").count().collect()
@@ -44,9 +44,7 @@ def _train(out: str) -> None:
              .option("assign", '{"training": [0]}').option("includeHeaders", "true")
              .option("kafka.default.api.timeout.ms", "2000").option("kafka.request.timeout.ms", "1000")
              .load())
-    frame = frame.select("key", "value", "topic", "partition", "offset",
-                         functions.unix_millis(functions.col("timestamp")).alias("ts"), "headers")
-    query = frame.writeStream.format("noop").start()
+    query = frame.select(*sink_columns(None)).writeStream.format("noop").start()
     try:
         query.awaitTermination(30)
     except Exception:  # noqa: BLE001 - failing to reach the broker is the point

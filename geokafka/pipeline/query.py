@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 from geokafka.control.connection import ClusterConnection
 from geokafka.pipeline.assignment import Assignment
 from geokafka.pipeline.spark_session import is_local
-from geokafka.topology.schema import Flow, Pipeline
+from geokafka.topology.schema import Flow, Pipeline, Transform
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
 log = logging.getLogger(__name__)
@@ -52,15 +52,18 @@ def source_options(source: ClusterConnection, assignment: Assignment, flow: Flow
 def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Assignment, flow: Flow,
                  pipeline: Pipeline) -> DataFrame:
     """The flow's source records with the columns the sink expects."""
-    from pyspark.sql import functions as F
-
     reader = spark.readStream.format("kafka")
     for key, value in source_options(source, assignment, flow, pipeline).items():
         reader = reader.option(key, value)
-    frame = reader.load()
+    return reader.load().select(*sink_columns(flow.transform))
+
+
+def sink_columns(transform: Transform | None) -> list[Column]:
+    """The columns the sink expects, from the Kafka source's (the class archive's training run uses them too)."""
+    from pyspark.sql import functions as F
+
     # Columns, not SQL text: Spark's SQL parser, cold in a fresh JVM, took ~0.4 s of a mirror's
     # start for these seven plain columns; a flow's own transforms are SQL and parsed as such.
-    transform = flow.transform
     key_col = F.expr(f"CAST(({transform.key}) AS BINARY)") if transform and transform.key else F.col("key")
     value_col = F.expr(f"CAST(({transform.value}) AS BINARY)") if transform and transform.value else F.col("value")
     columns = [key_col.alias("key"), value_col.alias("value"), F.col("topic"), F.col("partition"), F.col("offset"),
@@ -68,7 +71,7 @@ def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Ass
     if transform and transform.filter:
         # Filtered records still advance progress, so the sink sees every row with a `keep` flag.
         columns.append(F.expr(f"CAST(({transform.filter}) AS BOOLEAN)").alias("keep"))
-    return frame.select(*columns)
+    return columns
 
 
 def jvm_gone(exc: BaseException) -> bool:
