@@ -86,19 +86,20 @@ def _cpu_and_rss(pid: int) -> tuple[float, int]:
 
 JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
 """Names (``comm``, cut to 15 characters) of HotSpot's just-in-time compiler threads."""
+JIT_SAMPLE_EVERY = 4
+"""The sampler looks at the compiler threads every this many samples (a thread HotSpot retires was
+idle first, so its CPU as last seen is all of it)."""
 
 
-def jit_cpu(pid: int) -> float:
-    """CPU seconds of ``pid``'s JIT compiler threads (0 for a process that is not a HotSpot JVM).
-
-    A lower bound: HotSpot retires idle compiler threads beyond the first of each kind (on machines
-    with more cores than this one's two), and a retired thread takes its CPU seconds with it.
-    """
-    total = 0
+def jit_threads(pid: int) -> dict[int, float]:
+    """CPU seconds of each of ``pid``'s live JIT compiler threads, by thread id (none for a process
+    that is not a HotSpot JVM). HotSpot retires compiler threads it started for a burst of work once
+    they are idle, and a retired thread takes its CPU seconds with it: :class:`TreeSampler` keeps them."""
+    found: dict[int, float] = {}
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0.0
+        return found
     for tid in tasks:
         try:
             if not Path(f"/proc/{pid}/task/{tid}/comm").read_text().startswith(JIT_THREADS):
@@ -106,8 +107,13 @@ def jit_cpu(pid: int) -> float:
             fields = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / _TICK
+        found[int(tid)] = (int(fields[11]) + int(fields[12])) / _TICK
+    return found
+
+
+def jit_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s live JIT compiler threads (0 for a process that is not a HotSpot JVM)."""
+    return sum(jit_threads(pid).values())
 
 
 class TreeSampler:
@@ -123,6 +129,8 @@ class TreeSampler:
         self.cpu_s = 0.0
         self.peak_rss = 0
         self.processes = 0
+        self._jit: dict[tuple[int, int], float] = {}  # (pid, thread id) -> CPU s, retired threads kept
+        self._samples = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-sampler")
 
@@ -141,10 +149,20 @@ class TreeSampler:
         self.cpu_s = max(self.cpu_s, cpu)
         self.peak_rss = max(self.peak_rss, summed_rss(seen))
         self.processes = max(self.processes, len(procs))
+        self._samples += 1
+        if self._samples % JIT_SAMPLE_EVERY == 0:
+            self._note_jit(procs)
 
     def jit_cpu_s(self) -> float:
-        """CPU seconds of the JIT compiler threads of every JVM in the tree, now."""
-        return sum(jit_cpu(pid) for pid, _ in _tree(self.root))
+        """CPU seconds of the JIT compiler threads of every JVM in the tree so far, those HotSpot
+        retired since the sampler saw them included (their CPU as last seen)."""
+        self._note_jit(_tree(self.root))
+        return sum(self._jit.values())
+
+    def _note_jit(self, procs: list[tuple[int, int | None]]) -> None:
+        for pid, _ in procs:
+            for tid, cpu in jit_threads(pid).items():
+                self._jit[(pid, tid)] = max(cpu, self._jit.get((pid, tid), 0.0))
 
     def _run(self) -> None:
         while not self._stop.is_set():

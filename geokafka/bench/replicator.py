@@ -91,7 +91,7 @@ def run_replicator(
         })
         if "jit_written" in marks and basis.startswith("first record written"):
             # the JVM's compilers at work in the window: a cost of a fresh JVM, paid once
-            jit = max(0.0, jit_done - marks["jit_written"])  # see jit_cpu: a retired thread's CPU is gone
+            jit = jit_done - marks["jit_written"]  # the sampler keeps the CPU of threads HotSpot retired
             result.update({"jit_cpu_s": round(jit, 2), "jit_share": round(jit / cpu, 3) if cpu > 0 else None})
         if counter.half_at is not None and "cpu_half" in marks and counter.done_at > counter.half_at:
             # the second half of the records: later in the run, the JVMs warmer (steadier than the whole window)

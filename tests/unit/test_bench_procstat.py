@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from geokafka.bench.procstat import TreeSampler, jit_cpu, summed_rss
 
 JAVA, CHMOD, PY = "/usr/lib/jvm/bin/java", "/usr/bin/chmod", "/usr/bin/python3"
@@ -45,3 +47,17 @@ def test_the_sampler_adds_a_real_child_with_its_own_memory() -> None:
 def test_jit_cpu_is_zero_for_a_process_without_compiler_threads_or_gone() -> None:
     assert jit_cpu(os.getpid()) == 0.0  # Python: no "C1/C2 CompilerThre" threads
     assert jit_cpu(2**22 + 7) == 0.0  # no such process
+
+
+def test_the_sampler_keeps_the_cpu_of_a_compiler_thread_the_jvm_retired(monkeypatch: pytest.MonkeyPatch) -> None:
+    # HotSpot starts extra compiler threads for a burst of work and retires them once idle: the
+    # JIT CPU of a window must not go down (the quick bench once gave 0.0 s for geokafka's JVM)
+    from geokafka.bench import procstat
+
+    live = {7: {100: 2.0, 101: 3.0}}
+    monkeypatch.setattr(procstat, "_tree", lambda root: [(7, None)])
+    monkeypatch.setattr(procstat, "jit_threads", lambda pid: dict(live.get(pid, {})))
+    sampler = TreeSampler(7)
+    at_first_record = sampler.jit_cpu_s()
+    live[7] = {100: 2.5}  # thread 101 retired; thread 100 compiled for another 0.5 s
+    assert sampler.jit_cpu_s() - at_first_record == 0.5
