@@ -40,8 +40,8 @@ def _train(out: str) -> None:
     query.stop()
     # A Kafka stream the way a flow starts one, against a port where nothing listens: it fails
     # within seconds, after loading the source's, the Kafka client's and the analyzer's classes.
-    frame = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", "127.0.0.1:9")
-             .option("assign", '{"training": [0]}').option("includeHeaders", "true")
+    frame = (spark.readStream.format("geokafka-source").option("kafka.bootstrap.servers", "127.0.0.1:9")
+             .option("assign", '{"training": [0]}').option("startingOffsets", '{"training": {"0": 0}}')
              .option("kafka.default.api.timeout.ms", "2000").option("kafka.request.timeout.ms", "1000")
              .load())
     query = frame.select(*sink_columns(None)).writeStream.format("noop").start()

@@ -1,9 +1,9 @@
 """Why a flow's query stopped, as the geokafka error it stands for: decided by type, never by text.
 
-The sink (``jvm/``) fails with a typed ``SinkException`` (a kind and the Kafka error code),
-Spark's Kafka source with an error condition (``KAFKA_DATA_LOSS.*`` when source records are
-gone), Kafka's client with its exception classes. The Java exception's cause chain is walked
-through py4j to find them; the message shown is the one of the exception found, secrets redacted.
+geokafka's source and sink (``jvm/``) fail with a typed ``SinkException`` (a kind and the Kafka
+error code; ``DATA_LOSS`` when source records are gone), Kafka's client with its exception
+classes, Spark with its own. The Java exception's cause chain is walked through py4j to find
+them; the message shown is the one of the exception found, secrets redacted.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from geokafka.secrets import redact
 
 _SINK_KINDS: dict[str, type[errors.GeokafkaError]] = {
     "RECORD_TOO_LARGE": errors.RecordTooLargeError,
+    "DATA_LOSS": errors.DataLossError,
     "AUTH": errors.AuthError,
     "FENCED": errors.KafkaOperationError,
     "KAFKA": errors.KafkaOperationError,
@@ -25,9 +26,9 @@ _AUTH_CLASSES = (
 )
 
 
-def failure_error(sink: dict[str, Any] | None, condition: str | None, auth: bool, message: str) -> errors.GeokafkaError:
-    """The geokafka error for a stopped query (pure): the sink's own failure first, then Spark's
-    data-loss condition, then a refused login or permission, else a Kafka failure worth a retry."""
+def failure_error(sink: dict[str, Any] | None, auth: bool, message: str) -> errors.GeokafkaError:
+    """The geokafka error for a stopped query (pure): geokafka's own typed failure first, then a
+    refused login or permission, else a Kafka failure worth a retry."""
     if sink is not None:
         cls = _SINK_KINDS.get(str(sink.get("kind")), errors.KafkaOperationError)
         code = int(sink.get("kafka_code", -1))
@@ -37,16 +38,13 @@ def failure_error(sink: dict[str, Any] | None, condition: str | None, auth: bool
     causes = [line for line in lines[1:] if line.startswith("Caused by:")]
     if causes:  # the root cause says what really happened
         first = f"{first[:200]} ({causes[-1][:300]})"
-    if condition is not None and condition.startswith("KAFKA_DATA_LOSS"):
-        return errors.DataLossError(f"source records are gone before they were replicated: {redact(first)[:400]}")
     if auth:
         return errors.AuthError(redact(first)[:400])
     return errors.KafkaOperationError(redact(first)[:400])
 
 
 def classify(java_exception: Any, sink: dict[str, Any] | None, jvm: Any) -> errors.GeokafkaError:
-    """Walk ``java_exception``'s causes (py4j) for Spark's error condition and Kafka's auth classes."""
-    condition: str | None = None
+    """Walk ``java_exception``'s causes (py4j) for Kafka's auth classes."""
     auth = False
     lines = [str(java_exception.toString())]
     auth_classes = []
@@ -59,12 +57,6 @@ def classify(java_exception: Any, sink: dict[str, Any] | None, jvm: Any) -> erro
     cause = java_exception
     while cause is not None and seen < 20:
         seen += 1
-        if condition is None:
-            try:
-                found = cause.getCondition()
-                condition = str(found) if found is not None else None
-            except Exception:  # noqa: BLE001 - not a SparkThrowable
-                pass
         if any(cls.isInstance(cause) for cls in auth_classes):
             auth = True
         if seen > 1:
@@ -73,4 +65,4 @@ def classify(java_exception: Any, sink: dict[str, Any] | None, jvm: Any) -> erro
         if nxt is None or nxt.equals(cause):
             break
         cause = nxt
-    return failure_error(sink, condition, auth, "\n".join(lines))
+    return failure_error(sink, auth, "\n".join(lines))

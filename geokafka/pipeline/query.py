@@ -1,7 +1,9 @@
-"""The Spark Structured Streaming query of one flow: Spark's Kafka source -> geokafka's sink.
+"""The Spark Structured Streaming query of one flow: geokafka's Kafka source -> geokafka's sink.
 
-Records never pass through Python: the source frame (transforms are Spark SQL expressions) is
-written by the JVM sink ``writeStream.format("geokafka")`` (``jvm/``), which commits each source
+Records never pass through Python: read by the JVM source ``readStream.format("geokafka-source")``
+(Spark's Kafka source's columns and options, one offset lookup per batch), the source frame
+(transforms are Spark SQL expressions) is written by the JVM sink ``writeStream.format("geokafka")``
+(``jvm/``), which commits each source
 partition's records and progress record in one Kafka transaction on the target. The driver
 learns each epoch's commits from the sink's registry through py4j (:meth:`FlowQuery.poll`).
 """
@@ -32,16 +34,16 @@ BatchCallback = Callable[[int, list[dict[str, Any]]], None]
 
 
 def source_options(source: ClusterConnection, assignment: Assignment, flow: Flow, pipeline: Pipeline) -> dict[str, str]:
-    """The options of Spark's Kafka source for one flow (may hold the source's secrets: pass them to the reader only)."""
+    """The options of geokafka's Kafka source for one flow, named as Spark's Kafka source names them
+    (may hold the source's secrets: pass them to the reader only)."""
     return {
         **source.spark_options(),
-        # Client metrics pushed to brokers (KIP-714): kafka-clients 3.9.1, the one Spark's connector
-        # brings, formats a trace message on every poll of every client while trace logging is *off*
+        # Client metrics pushed to brokers (KIP-714): kafka-clients 3.9.1, the one on Spark's class
+        # path, formats a trace message on every poll of every client while trace logging is *off*
         # (an inverted check, fixed in 4.x): see ProducerPool, where the sink's producers turn it off too.
         "kafka.enable.metrics.push": "false",
         "assign": json.dumps(assignment.partitions),
         "startingOffsets": json.dumps(assignment.starting),
-        "includeHeaders": "true",
         "kafka.isolation.level": "read_committed",
         "failOnDataLoss": "false" if flow.skip_gaps else "true",
         "maxOffsetsPerTrigger": str(pipeline.max_records_per_batch),
@@ -52,14 +54,14 @@ def source_options(source: ClusterConnection, assignment: Assignment, flow: Flow
 def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Assignment, flow: Flow,
                  pipeline: Pipeline) -> DataFrame:
     """The flow's source records with the columns the sink expects."""
-    reader = spark.readStream.format("kafka")
+    reader = spark.readStream.format("geokafka-source")
     for key, value in source_options(source, assignment, flow, pipeline).items():
         reader = reader.option(key, value)
     return reader.load().select(*sink_columns(flow.transform))
 
 
 def sink_columns(transform: Transform | None) -> list[Column]:
-    """The columns the sink expects, from the Kafka source's (the class archive's training run uses them too)."""
+    """The columns the sink expects, from the source's (the class archive's training run uses them too)."""
     from pyspark.sql import functions as F
 
     # Columns, not SQL text: Spark's SQL parser, cold in a fresh JVM, took ~0.4 s of a mirror's

@@ -64,6 +64,29 @@ def test_truncated_source_stops_unless_gaps_are_skipped(base_topology, east, wes
     assert values == [r["value"] for r in numbered_records(100, 1, size=20)] + [r.value for r in read_all(east, topic)]
 
 
+def test_source_truncated_while_replicating_stops_the_flow_without_a_gap(base_topology, east, west, unique):
+    topic = unique("trunc-live")
+    create_topic(east, topic, partitions=1, rf=3)
+    produce(east, topic, numbered_records(20_000, 1, size=1000))
+    # small, slow batches: the flow is still far behind when the source loses records ahead of it
+    slow = base_topology.model_copy(update={"pipeline": base_topology.pipeline.model_copy(
+        update={"max_records_per_batch": 500, "trigger_ms": 1000})})
+    topology = with_flows(slow, live={"source": "east", "target": "west", "topics": [topic]})
+    with running_mirror(topology, expect_flow_errors=True) as runners:
+        wait_for(lambda: read_all(west, f"east.{topic}", timeout_s=5), 90, "the first records")
+        admin = AdminClient(east.librdkafka())
+        admin.delete_records([TopicPartition(topic, 0, 15_000)])[TopicPartition(topic, 0, 15_000)].result(30)
+        wait_for(lambda: runners.get("live") and runners["live"].status == "error", 90, "the flow to stop")
+        error = runners["live"].error
+    # the flow stops on a data loss named from the replicated position, never replicating past it
+    assert isinstance(error, DataLossError)
+    target = [r.value for r in read_all(west, f"east.{topic}")]
+    assert f"{topic}/0 offsets {len(target)}..14999" in str(error) and "skip_gaps" in str(error)
+    # what was replicated is the source's beginning, nothing after a gap
+    assert 0 < len(target) < 15_000
+    assert target == [r["value"] for r in numbered_records(20_000, 1, size=1000)][: len(target)]
+
+
 def test_transform_filters_and_masks(base_topology, east, west, unique):
     topic = unique("pii")
     create_topic(east, topic, partitions=1, rf=3)

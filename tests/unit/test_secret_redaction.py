@@ -90,7 +90,7 @@ def test_a_failed_spark_query_is_reported_without_the_secret(east: ClusterConnec
         f"Caused by: org.apache.kafka.common.KafkaException: bad option sasl.jaas.config={jaas}\n"
         f"Caused by: java.lang.IllegalArgumentException: Value not specified for key 'password {SECRET}'\n"
     )
-    error = failure_error(None, None, False, java)
+    error = failure_error(None, False, java)
     assert isinstance(error, KafkaOperationError)
     assert SECRET not in str(error) and JAAS_FORM not in str(error)
     assert REDACTED in str(error)

@@ -1,4 +1,4 @@
-"""The options geokafka gives Spark's Kafka source for a flow (pure: no Spark, no Kafka)."""
+"""The options geokafka gives its Kafka source for a flow (pure: no Spark, no Kafka)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ def test_the_source_reads_committed_records_with_their_headers_from_the_assignme
     got = options()
     assert got["kafka.bootstrap.servers"] == "127.0.0.1:1"
     assert got["kafka.isolation.level"] == "read_committed"
-    assert got["includeHeaders"] == "true"
     assert json.loads(got["assign"]) == {"orders": [0, 1, 2]}
     assert json.loads(got["startingOffsets"]) == {"orders": {"0": 7, "1": 0, "2": 4}}
     assert got["failOnDataLoss"] == "false"  # the flow skips gaps
@@ -38,6 +37,6 @@ def test_the_source_reads_committed_records_with_their_headers_from_the_assignme
 
 
 def test_the_source_clients_push_no_metrics_to_the_broker() -> None:
-    # kafka-clients 3.9.1 (Spark's connector's) formats a trace message on every poll while metrics
+    # kafka-clients 3.9.1 (the one on Spark's class path) formats a trace message on every poll while metrics
     # push is on and trace logging off; nothing geokafka talks to collects the metrics
     assert options()["kafka.enable.metrics.push"] == "false"

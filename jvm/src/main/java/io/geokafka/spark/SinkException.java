@@ -15,6 +15,8 @@ public final class SinkException extends RuntimeException {
         AUTH,
         /** Another writer took over the transactional id (transient: the next start fences it back). */
         FENCED,
+        /** Source records gone before they were replicated, read by geokafka's source (DataLossError). */
+        DATA_LOSS,
         /** Any other Kafka failure (KafkaOperationError; retriable or not, see {@link #retriable()}). */
         KAFKA
     }

@@ -1,0 +1,136 @@
+package io.geokafka.spark;
+
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * The source's consumers, one per source partition, kept between micro-batches in the JVM that runs the
+ * tasks: a consumer that ends a batch at offset N starts the next one there with its fetches already in
+ * flight (and the records it read past N kept), so a partition's reads stay a stream rather than a
+ * seek, a fetch and a wait per batch. Consumers idle for {@link #IDLE_MS} are closed.
+ */
+final class ConsumerPool {
+    static final long IDLE_MS = 120_000;
+
+    /** A pooled consumer of one partition, and where its reader stopped. */
+    static final class Lease {
+        final Map<String, String> config;
+        final TopicPartition tp;
+        final KafkaConsumer<byte[], byte[]> consumer;
+        /** Records read past the last range's end, in order, from {@link #kept}'s index {@link #keptAt}. */
+        List<ConsumerRecord<byte[], byte[]>> kept = List.of();
+        int keptAt;
+        /** The offset the next range must start at to continue without a seek (-1: seek). */
+        long next = -1;
+        long idleSince;
+
+        Lease(Map<String, String> config, TopicPartition tp, KafkaConsumer<byte[], byte[]> consumer) {
+            this.config = config;
+            this.tp = tp;
+            this.consumer = consumer;
+        }
+    }
+
+    private record Key(Map<String, String> config, TopicPartition tp) {}
+
+    private static final Map<Key, Deque<Lease>> IDLE = new java.util.HashMap<>();
+    private static final java.util.concurrent.atomic.AtomicLong OPENED = new java.util.concurrent.atomic.AtomicLong();
+
+    private ConsumerPool() {}
+
+    /** A consumer of {@code tp} positioned to read from {@code from}. */
+    static Lease borrow(Map<String, String> config, TopicPartition tp, long from) {
+        Lease lease = null;
+        List<Lease> expired = new ArrayList<>();
+        synchronized (IDLE) {
+            long now = System.currentTimeMillis();
+            for (Deque<Lease> leases : IDLE.values()) {
+                for (Iterator<Lease> it = leases.iterator(); it.hasNext(); ) {
+                    Lease idle = it.next();
+                    if (now - idle.idleSince > IDLE_MS) {
+                        it.remove();
+                        expired.add(idle);
+                    }
+                }
+            }
+            Deque<Lease> leases = IDLE.get(key(config, tp));
+            if (leases != null) {
+                lease = leases.pollFirst();
+            }
+        }
+        expired.forEach(ConsumerPool::close);
+        if (lease == null) {
+            lease = new Lease(config, tp, open(config, tp));
+        }
+        if (lease.next != from) {
+            lease.kept = List.of();
+            lease.keptAt = 0;
+            lease.consumer.seek(tp, from);
+        }
+        return lease;
+    }
+
+    /** Give a healthy consumer back for the next batch. */
+    static void giveBack(Lease lease) {
+        lease.idleSince = System.currentTimeMillis();
+        synchronized (IDLE) {
+            IDLE.computeIfAbsent(key(lease.config, lease.tp), k -> new ArrayDeque<>()).addFirst(lease);
+        }
+    }
+
+    /** Close the idle consumers of one source cluster's settings (its query stopped). */
+    static void closeIdle(Map<String, String> config) {
+        List<Lease> closing = new ArrayList<>();
+        synchronized (IDLE) {
+            for (Iterator<Deque<Lease>> it = IDLE.values().iterator(); it.hasNext(); ) {
+                Deque<Lease> leases = it.next();
+                for (Iterator<Lease> l = leases.iterator(); l.hasNext(); ) {
+                    Lease lease = l.next();
+                    if (lease.config.equals(config)) {
+                        l.remove();
+                        closing.add(lease);
+                    }
+                }
+                if (leases.isEmpty()) {
+                    it.remove();
+                }
+            }
+        }
+        closing.forEach(ConsumerPool::close);
+    }
+
+    static void close(Lease lease) {
+        try {
+            lease.consumer.close(Duration.ZERO);
+        } catch (RuntimeException e) {
+            // an interrupted task or a dead cluster: the consumer is gone either way
+        }
+    }
+
+    private static Key key(Map<String, String> config, TopicPartition tp) {
+        return new Key(config, tp);
+    }
+
+    private static KafkaConsumer<byte[], byte[]> open(Map<String, String> config, TopicPartition tp) {
+        Properties props = new Properties();
+        props.putAll(config);
+        props.put("enable.auto.commit", "false");
+        props.put("auto.offset.reset", "none");  // a position no longer on the source is a gap, reported
+        props.putIfAbsent("isolation.level", "read_committed");
+        props.putIfAbsent("client.id", "geokafka-source-" + tp + "-" + OPENED.incrementAndGet());
+        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer());
+        consumer.assign(List.of(tp));
+        return consumer;
+    }
+}
