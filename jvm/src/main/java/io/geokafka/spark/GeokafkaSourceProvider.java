@@ -78,6 +78,11 @@ public final class GeokafkaSourceProvider implements TableProvider, DataSourceRe
                 }
 
                 @Override
+                public String description() {
+                    return "geokafka-source " + parsed.assign;  // shown in plans: never the client settings
+                }
+
+                @Override
                 public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
                     return new SourceStream(parsed);
                 }
