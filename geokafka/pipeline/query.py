@@ -45,7 +45,6 @@ def source_options(source: ClusterConnection, assignment: Assignment, flow: Flow
         "assign": json.dumps(assignment.partitions),
         "startingOffsets": json.dumps(assignment.starting),
         "kafka.isolation.level": "read_committed",
-        "failOnDataLoss": "false" if flow.skip_gaps else "true",
         "maxOffsetsPerTrigger": str(pipeline.max_records_per_batch),
         "kafkaConsumer.pollTimeoutMs": "15000",  # a dead source fails the batch, not hangs it
     }

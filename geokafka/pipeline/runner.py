@@ -246,6 +246,11 @@ class FlowRunner:
             self._query = None
             if isinstance(failure, errors.DataLossError):
                 failure = self._diagnose_loss() or failure
+                if self.flow.skip_gaps:
+                    # The source never skips records on its own: a new start's plan logs, counts and skips the gap.
+                    log.warning("flow %s: %s; restarting past the gap (skip_gaps)", self.name, failure)
+                    self._restart()
+                    return
             self._handle_failure(failure)
             return
         if self._identity_job.take(now) and self._source_topic_recreated():

@@ -64,27 +64,46 @@ def test_truncated_source_stops_unless_gaps_are_skipped(base_topology, east, wes
     assert values == [r["value"] for r in numbered_records(100, 1, size=20)] + [r.value for r in read_all(east, topic)]
 
 
-def test_source_truncated_while_replicating_stops_the_flow_without_a_gap(base_topology, east, west, unique):
-    topic = unique("trunc-live")
+def _truncate_while_replicating(base_topology, east, west, topic: str, skip_gaps: bool):
+    """Replicate 20,000 records in small, slow batches and delete the source's first 15,000 while the
+    flow is still far behind; returns the flow's runner and the target's values."""
     create_topic(east, topic, partitions=1, rf=3)
     produce(east, topic, numbered_records(20_000, 1, size=1000))
-    # small, slow batches: the flow is still far behind when the source loses records ahead of it
     slow = base_topology.model_copy(update={"pipeline": base_topology.pipeline.model_copy(
         update={"max_records_per_batch": 500, "trigger_ms": 1000})})
-    topology = with_flows(slow, live={"source": "east", "target": "west", "topics": [topic]})
-    with running_mirror(topology, expect_flow_errors=True) as runners:
+    topology = with_flows(slow, live={"source": "east", "target": "west", "topics": [topic], "skip_gaps": skip_gaps})
+    with running_mirror(topology, expect_flow_errors=not skip_gaps) as runners:
         wait_for(lambda: read_all(west, f"east.{topic}", timeout_s=5), 90, "the first records")
         admin = AdminClient(east.librdkafka())
         admin.delete_records([TopicPartition(topic, 0, 15_000)])[TopicPartition(topic, 0, 15_000)].result(30)
-        wait_for(lambda: runners.get("live") and runners["live"].status == "error", 90, "the flow to stop")
-        error = runners["live"].error
+        if skip_gaps:
+            last = numbered_records(20_000, 1, size=1000)[-1]["value"]
+            wait_for(lambda: [r.value for r in read_all(west, f"east.{topic}", timeout_s=5)][-1:] == [last], 120,
+                     "the source's last record after the gap")
+        else:
+            wait_for(lambda: runners.get("live") and runners["live"].status == "error", 90, "the flow to stop")
+        runner = runners["live"]
+    return runner, [r.value for r in read_all(west, f"east.{topic}")]
+
+
+def test_source_truncated_while_replicating_stops_the_flow_without_a_gap(base_topology, east, west, unique):
+    topic = unique("trunc-live")
+    runner, target = _truncate_while_replicating(base_topology, east, west, topic, skip_gaps=False)
     # the flow stops on a data loss named from the replicated position, never replicating past it
-    assert isinstance(error, DataLossError)
-    target = [r.value for r in read_all(west, f"east.{topic}")]
-    assert f"{topic}/0 offsets {len(target)}..14999" in str(error) and "skip_gaps" in str(error)
-    # what was replicated is the source's beginning, nothing after a gap
+    assert isinstance(runner.error, DataLossError)
+    assert f"{topic}/0 offsets {len(target)}..14999" in str(runner.error) and "skip_gaps" in str(runner.error)
     assert 0 < len(target) < 15_000
     assert target == [r["value"] for r in numbered_records(20_000, 1, size=1000)][: len(target)]
+
+
+def test_source_truncated_while_replicating_is_skipped_and_counted_with_skip_gaps(base_topology, east, west, unique):
+    topic = unique("trunc-skip")
+    runner, target = _truncate_while_replicating(base_topology, east, west, topic, skip_gaps=True)
+    values = [r["value"] for r in numbered_records(20_000, 1, size=1000)]
+    before = len(target) - 5_000  # what was replicated before the gap, then everything from 15,000
+    assert 0 < before < 15_000
+    assert target == values[:before] + values[15_000:]
+    assert runner.gaps_skipped == 15_000 - before and runner.error is None
 
 
 def test_transform_filters_and_masks(base_topology, east, west, unique):

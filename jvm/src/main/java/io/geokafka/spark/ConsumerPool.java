@@ -65,7 +65,9 @@ final class ConsumerPool {
             }
             Deque<Lease> leases = IDLE.get(key(config, tp));
             if (leases != null) {
-                lease = leases.pollFirst();
+                // two flows may read one partition (fan-out): take the consumer that stopped where this range starts
+                lease = leases.stream().filter(l -> l.next == from).findFirst().orElse(leases.peekFirst());
+                leases.remove(lease);
             }
         }
         expired.forEach(ConsumerPool::close);

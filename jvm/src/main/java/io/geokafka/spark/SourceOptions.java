@@ -10,8 +10,9 @@ import java.util.TreeMap;
 import org.apache.kafka.common.IsolationLevel;
 
 /** What geokafka's Kafka source needs, parsed once on the driver from the query's options and shipped
- * to tasks. Option names follow Spark's Kafka source (kafka.*, assign, startingOffsets, failOnDataLoss,
- * maxOffsetsPerTrigger, kafkaConsumer.pollTimeoutMs). */
+ * to tasks. Option names follow Spark's Kafka source (kafka.*, assign, startingOffsets,
+ * maxOffsetsPerTrigger, kafkaConsumer.pollTimeoutMs). A gap in the source always fails the query (there is
+ * no failOnDataLoss): the driver decides at the next start whether to skip it, and counts it. */
 public final class SourceOptions implements Serializable {
     private static final long serialVersionUID = 1L;
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -25,7 +26,6 @@ public final class SourceOptions implements Serializable {
     final Map<String, List<Integer>> assign;
     /** topic -> partition -> first offset (or {@link #EARLIEST} / {@link #LATEST}). */
     final Map<String, Map<Integer, Long>> starting;
-    final boolean failOnDataLoss;
     /** At most this many records per micro-batch (<= 0: no limit). */
     final long maxOffsetsPerTrigger;
     /** A partition that yields nothing for this long fails its task (a dead source must not hang a batch). */
@@ -45,7 +45,6 @@ public final class SourceOptions implements Serializable {
         assign = read(required(options, "assign"), new TypeReference<TreeMap<String, List<Integer>>>() {}, "assign");
         starting = read(options.getOrDefault("startingOffsets", "{}"),
                 new TypeReference<TreeMap<String, Map<Integer, Long>>>() {}, "startingOffsets");
-        failOnDataLoss = Boolean.parseBoolean(options.getOrDefault("failOnDataLoss", "true"));
         maxOffsetsPerTrigger = Long.parseLong(options.getOrDefault("maxOffsetsPerTrigger", "0"));
         pollTimeoutMs = Long.parseLong(options.getOrDefault("kafkaConsumer.pollTimeoutMs", "120000"));
     }

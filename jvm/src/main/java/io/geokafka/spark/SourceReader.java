@@ -21,7 +21,6 @@ import org.apache.spark.unsafe.types.UTF8String;
  * the fetch in flight). Rows have the columns of Spark's Kafka source with headers.
  */
 final class SourceReader implements PartitionReader<InternalRow> {
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(SourceReader.class);
     private static final long POLL_MS = 100;
     private final SourceOptions options;
     private final SourceRange range;
@@ -68,8 +67,7 @@ final class SourceReader implements PartitionReader<InternalRow> {
                 batch = lease.consumer.poll(Duration.ofMillis(POLL_MS)).records(lease.tp);
                 at = 0;
             } catch (OffsetOutOfRangeException e) {
-                skipGap(position, e);
-                continue;
+                throw gap(position, e);
             } catch (RuntimeException e) {
                 throw SinkErrors.of(e, "source " + lease.tp);
             }
@@ -112,15 +110,12 @@ final class SourceReader implements PartitionReader<InternalRow> {
         return false;
     }
 
-    /** The partition's log starts after {@code position} (retention, delete-records) or ends before it. */
-    private void skipGap(long position, OffsetOutOfRangeException e) {
-        if (options.failOnDataLoss) {
-            throw new SinkException(SinkException.Kind.DATA_LOSS, org.apache.kafka.common.protocol.Errors.OFFSET_OUT_OF_RANGE.code(),
-                    false, lease.tp + " offset " + position + " is no longer on the source (retention, delete-records or a "
-                    + "re-created topic); set skip_gaps: true to skip such gaps", e);
-        }
-        LOG.warn("{}: offset {} is no longer on the source; continuing from the log's start (skip_gaps)", lease.tp, position);
-        lease.consumer.seekToBeginning(List.of(lease.tp));
+    /** The partition's log starts after {@code position} (retention, delete-records) or ends before it: the
+     * query stops, and the driver names the gap (and with skip_gaps, counts it and starts past it). */
+    private SinkException gap(long position, OffsetOutOfRangeException e) {
+        return new SinkException(SinkException.Kind.DATA_LOSS, org.apache.kafka.common.protocol.Errors.OFFSET_OUT_OF_RANGE.code(),
+                false, lease.tp + " offset " + position + " is no longer on the source (retention, delete-records or a "
+                + "re-created topic)", e);
     }
 
     private static GenericArrayData headers(Headers headers) {
