@@ -17,14 +17,16 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * The source's consumers, one per source partition, kept between micro-batches in the JVM that runs the
  * tasks: a consumer that ends a batch at offset N starts the next one there with its fetches already in
  * flight (and the records it read past N kept), so a partition's reads stay a stream rather than a
- * seek, a fetch and a wait per batch. Consumers idle for {@link #IDLE_MS} are closed.
+ * seek, a fetch and a wait per batch. Consumers belong to one stream (one run of a query): a restarted
+ * query, which may follow a re-created topic of the same name, never sees records read by the last one.
+ * Consumers idle for {@link #IDLE_MS} are closed, and a stream's when it stops (in its driver's JVM).
  */
 final class ConsumerPool {
     static final long IDLE_MS = 120_000;
 
     /** A pooled consumer of one partition, and where its reader stopped. */
     static final class Lease {
-        final Map<String, String> config;
+        final String stream;
         final TopicPartition tp;
         final KafkaConsumer<byte[], byte[]> consumer;
         /** Records read past the last range's end, in order, from {@link #kept}'s index {@link #keptAt}. */
@@ -34,27 +36,28 @@ final class ConsumerPool {
         long next = -1;
         long idleSince;
 
-        Lease(Map<String, String> config, TopicPartition tp, KafkaConsumer<byte[], byte[]> consumer) {
-            this.config = config;
+        Lease(String stream, TopicPartition tp, KafkaConsumer<byte[], byte[]> consumer) {
+            this.stream = stream;
             this.tp = tp;
             this.consumer = consumer;
         }
     }
 
-    private record Key(Map<String, String> config, TopicPartition tp) {}
+    private record Key(String stream, TopicPartition tp) {}
 
     private static final Map<Key, Deque<Lease>> IDLE = new java.util.HashMap<>();
     private static final java.util.concurrent.atomic.AtomicLong OPENED = new java.util.concurrent.atomic.AtomicLong();
 
     private ConsumerPool() {}
 
-    /** A consumer of {@code tp} positioned to read from {@code from}. */
-    static Lease borrow(Map<String, String> config, TopicPartition tp, long from) {
+    /** A consumer of {@code tp} for stream {@code stream}, positioned to read from {@code from}. */
+    static Lease borrow(String stream, Map<String, String> config, TopicPartition tp, long from) {
         Lease lease = null;
         List<Lease> expired = new ArrayList<>();
         synchronized (IDLE) {
             long now = System.currentTimeMillis();
-            for (Deque<Lease> leases : IDLE.values()) {
+            for (Iterator<Deque<Lease>> all = IDLE.values().iterator(); all.hasNext(); ) {
+                Deque<Lease> leases = all.next();
                 for (Iterator<Lease> it = leases.iterator(); it.hasNext(); ) {
                     Lease idle = it.next();
                     if (now - idle.idleSince > IDLE_MS) {
@@ -62,17 +65,18 @@ final class ConsumerPool {
                         expired.add(idle);
                     }
                 }
+                if (leases.isEmpty()) {
+                    all.remove();
+                }
             }
-            Deque<Lease> leases = IDLE.get(key(config, tp));
+            Deque<Lease> leases = IDLE.get(new Key(stream, tp));
             if (leases != null) {
-                // two flows may read one partition (fan-out): take the consumer that stopped where this range starts
-                lease = leases.stream().filter(l -> l.next == from).findFirst().orElse(leases.peekFirst());
-                leases.remove(lease);
+                lease = leases.pollFirst();
             }
         }
         expired.forEach(ConsumerPool::close);
         if (lease == null) {
-            lease = new Lease(config, tp, open(config, tp));
+            lease = new Lease(stream, tp, open(config, tp));
         }
         if (lease.next != from) {
             lease.kept = List.of();
@@ -86,19 +90,19 @@ final class ConsumerPool {
     static void giveBack(Lease lease) {
         lease.idleSince = System.currentTimeMillis();
         synchronized (IDLE) {
-            IDLE.computeIfAbsent(key(lease.config, lease.tp), k -> new ArrayDeque<>()).addFirst(lease);
+            IDLE.computeIfAbsent(new Key(lease.stream, lease.tp), k -> new ArrayDeque<>()).addFirst(lease);
         }
     }
 
-    /** Close the idle consumers of one source cluster's settings (its query stopped). */
-    static void closeIdle(Map<String, String> config) {
+    /** Close the idle consumers of one stream (its query stopped). */
+    static void closeIdle(String stream) {
         List<Lease> closing = new ArrayList<>();
         synchronized (IDLE) {
             for (Iterator<Deque<Lease>> it = IDLE.values().iterator(); it.hasNext(); ) {
                 Deque<Lease> leases = it.next();
                 for (Iterator<Lease> l = leases.iterator(); l.hasNext(); ) {
                     Lease lease = l.next();
-                    if (lease.config.equals(config)) {
+                    if (lease.stream.equals(stream)) {
                         l.remove();
                         closing.add(lease);
                     }
@@ -117,10 +121,6 @@ final class ConsumerPool {
         } catch (RuntimeException e) {
             // an interrupted task or a dead cluster: the consumer is gone either way
         }
-    }
-
-    private static Key key(Map<String, String> config, TopicPartition tp) {
-        return new Key(config, tp);
     }
 
     private static KafkaConsumer<byte[], byte[]> open(Map<String, String> config, TopicPartition tp) {

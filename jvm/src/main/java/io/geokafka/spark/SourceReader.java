@@ -31,11 +31,11 @@ final class SourceReader implements PartitionReader<InternalRow> {
     private int at;
     private ConsumerRecord<byte[], byte[]> current;
 
-    SourceReader(SourceOptions options, SourceRange range) {
+    SourceReader(SourceOptions options, String stream, SourceRange range) {
         this.options = options;
         this.range = range;
         this.topic = UTF8String.fromString(range.topic());
-        this.lease = ConsumerPool.borrow(options.clientConfig, new TopicPartition(range.topic(), range.partition()),
+        this.lease = ConsumerPool.borrow(stream, options.clientConfig, new TopicPartition(range.topic(), range.partition()),
                 range.from());
         this.batch = lease.kept;
         this.at = lease.keptAt;

@@ -6,11 +6,11 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 
 /** Ships the source's options to the tasks and opens a {@link SourceReader} per range. */
-record SourceReaderFactory(SourceOptions options) implements PartitionReaderFactory {
+record SourceReaderFactory(SourceOptions options, String stream) implements PartitionReaderFactory {
     private static final long serialVersionUID = 1L;
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
-        return new SourceReader(options, (SourceRange) partition);
+        return new SourceReader(options, stream, (SourceRange) partition);
     }
 }

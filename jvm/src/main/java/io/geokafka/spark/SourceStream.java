@@ -30,6 +30,8 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
     private static final long LOOKUP_TIMEOUT_MS = 30_000;
     private final SourceOptions options;
     private final List<TopicPartition> partitions = new ArrayList<>();
+    /** This run of the query: its readers' consumers are kept for it alone (see {@link ConsumerPool}). */
+    private final String stream = java.util.UUID.randomUUID().toString();
     private Admin admin;
 
     SourceStream(SourceOptions options) {
@@ -123,7 +125,7 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
 
     @Override
     public PartitionReaderFactory createReaderFactory() {
-        return new SourceReaderFactory(options);
+        return new SourceReaderFactory(options, stream);
     }
 
     @Override
@@ -142,7 +144,7 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
             admin.close(java.time.Duration.ofSeconds(5));
             admin = null;
         }
-        ConsumerPool.closeIdle(options.clientConfig);  // a failed-over flow's consumers of the old source
+        ConsumerPool.closeIdle(stream);  // e.g. a failed-over flow's consumers of the old source
     }
 
     @Override
