@@ -27,6 +27,9 @@ def drain(producer: Producer, timeout_s: float) -> int:
 
 
 def is_fatal(exc: BaseException) -> bool:
-    """Whether ``exc`` carries a fatal client error: that producer can never be used again."""
+    """Whether ``exc`` carries a fatal client error: that producer can never be used again.
+
+    A producer already in its fatal state refuses ``produce()`` with the code ``_FATAL`` and no fatal
+    flag (the fatal error itself went to the log, or to a poll that came later)."""
     err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    return isinstance(err, KafkaError) and err.fatal()
+    return isinstance(err, KafkaError) and (err.fatal() or err.code() == KafkaError._FATAL)

@@ -29,5 +29,7 @@ def test_drain_gives_up_after_its_timeout_and_says_how_many_are_left() -> None:
 def test_only_fatal_client_errors_are_fatal() -> None:
     fatal = KafkaException(KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, "desync", fatal=True))
     assert is_fatal(fatal)
+    # what produce() raises once the producer is in its fatal state (seen in the 2-DC drill's recovery)
+    assert is_fatal(KafkaException(KafkaError(KafkaError._FATAL, "Unable to produce message: Local: Fatal error")))
     assert not is_fatal(KafkaException(KafkaError(KafkaError._TIMED_OUT, "slow")))
     assert not is_fatal(RuntimeError("not a Kafka error"))
