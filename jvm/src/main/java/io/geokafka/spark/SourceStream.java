@@ -73,6 +73,15 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
     public Offset latestOffset(Offset startOffset, ReadLimit limit) {
         SourceOffset start = (SourceOffset) startOffset;
         Map<TopicPartition, Long> ends = lookup(OffsetSpec.latest());
+        for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
+            long from = start.of(e.getKey().topic(), e.getKey().partition());
+            if (e.getValue() < from) {
+                // new records would arrive at offsets this flow counts as replicated: stop, never skip them
+                throw new SinkException(SinkException.Kind.DATA_LOSS, -1, false, e.getKey() + ": the source log ends at "
+                        + e.getValue() + ", before the replicated position " + from
+                        + " (topic re-created, or records lost in an unclean leader election)", null);
+            }
+        }
         long cap = limit instanceof ReadMaxRows rows ? rows.maxRows() : Long.MAX_VALUE;
         Map<TopicPartition, Long> until = capped(start, ends, cap);
         Map<String, Map<Integer, Long>> out = new TreeMap<>();
@@ -81,8 +90,7 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
     }
 
     /** The ends of a batch from {@code start}: each partition's end, or, when the backlog exceeds {@code cap}
-     * records, the cap shared by backlog (as Spark's Kafka source shares maxOffsetsPerTrigger). A partition
-     * whose end lies before its start (a truncated log) keeps its start: the reader reports the gap. */
+     * records, the cap shared by backlog (as Spark's Kafka source shares maxOffsetsPerTrigger). */
     static Map<TopicPartition, Long> capped(SourceOffset start, Map<TopicPartition, Long> ends, long cap) {
         Map<TopicPartition, Long> sizes = new HashMap<>();
         long total = 0;
