@@ -245,12 +245,15 @@ class FlowRunner:
             self._query.stop()
             self._query = None
             if isinstance(failure, errors.DataLossError):
-                failure = self._diagnose_loss() or failure
-                if self.flow.skip_gaps:
+                diagnosed = self._diagnose_loss()
+                if diagnosed is not None and self.flow.skip_gaps:
                     # The source never skips records on its own: a new start's plan logs, counts and skips the gap.
-                    log.warning("flow %s: %s; restarting past the gap (skip_gaps)", self.name, failure)
+                    log.warning("flow %s: %s; restarting past the gap (skip_gaps)", self.name, diagnosed)
                     self._restart()
                     return
+                failure = diagnosed or failure
+                if self.flow.skip_gaps:  # a gap the driver cannot see (yet): try again, backing off
+                    failure = errors.DataLossError(str(failure), kafka_code=failure.kafka_code, retriable=True)
             self._handle_failure(failure)
             return
         if self._identity_job.take(now) and self._source_topic_recreated():

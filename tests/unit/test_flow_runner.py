@@ -186,3 +186,44 @@ def test_a_jvm_that_is_gone_is_told_by_the_errors_class() -> None:
     assert jvm_gone(Py4JNetworkError("Error while sending or receiving"))
     assert not jvm_gone(_Py4JError(_JavaException("java.lang.IllegalStateException", "SparkContext was shut down")))
     assert not jvm_gone(RuntimeError("Connection refused"))  # the words alone decide nothing
+
+
+class _StoppedQuery:
+    """A query that stopped on its own (its failure is what the runner's _query_failure says)."""
+
+    active = False
+
+    def poll(self) -> int:
+        return 0
+
+    def stop(self) -> None:
+        pass
+
+
+def _data_loss_runner(skip_gaps: bool, diagnosed: errors.DataLossError | None) -> tuple[FlowRunner, Clock, list[float]]:
+    runner, clock, _, attempts = runner_with([None])
+    tick_for(runner, clock, 1)  # started
+    runner.flow = runner.flow.model_copy(update={"skip_gaps": skip_gaps})
+    runner._heartbeat = lambda force=False: None  # type: ignore[method-assign]
+    runner._query = _StoppedQuery()  # type: ignore[assignment]
+    runner._query_failure = lambda: errors.DataLossError("orders-0 offset 5 is no longer on the source")  # type: ignore[method-assign]
+    runner._diagnose_loss = lambda: diagnosed  # type: ignore[method-assign]
+    return runner, clock, attempts
+
+
+def test_a_gap_the_source_met_restarts_a_skip_gaps_flow_at_once_so_its_plan_counts_it() -> None:
+    runner, clock, attempts = _data_loss_runner(True, errors.DataLossError("flow f: orders/0 offsets 5..9 are gone"))
+    started = len(attempts)
+    runner.tick()
+    assert len(attempts) == started + 1 and runner.status == FlowState.RUNNING and runner.restarts == 1
+
+
+def test_a_gap_the_driver_cannot_find_is_retried_with_backoff_under_skip_gaps_and_fatal_without() -> None:
+    runner, clock, attempts = _data_loss_runner(True, None)
+    started = len(attempts)
+    runner.tick()
+    assert runner.status == FlowState.RETRYING and len(attempts) == started  # not at once: no restart loop
+    assert isinstance(runner.error, errors.DataLossError) and runner.error.retriable
+    runner, clock, _ = _data_loss_runner(False, errors.DataLossError("flow f: orders/0 offsets 5..9 are gone"))
+    runner.tick()
+    assert runner.status == FlowState.ERROR and "offsets 5..9" in str(runner.error)
