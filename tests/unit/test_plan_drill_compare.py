@@ -165,11 +165,19 @@ def test_drill_moves_aside_when_a_port_is_taken(tmp_path: Path) -> None:
     import socket
 
     from geokafka.drills.stretch.stretch_cluster import cluster_on_free_ports
+    from geokafka.infra.local_cluster import port_is_free, ports_of
 
     layout = layout_of(PRESETS["3dc"])
+
+    def block_free(base: int) -> bool:
+        return all(port_is_free(p) for p in ports_of(cluster_spec(layout, "x", tmp_path, base, 256).spec))
+
+    # Below the ephemeral range (32768-60999), where a busy machine's client connections take ports
+    # at random: a base whose own block and first shifted block are free, so the move is certain.
+    base = next(b for b in range(20_000, 32_000, 500) if block_free(b) and block_free(b + 20))
+    taken = cluster_spec(layout, "x", tmp_path, base, 256).spec.nodes[0].broker_port
     with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        taken = holder.getsockname()[1]
+        holder.bind(("127.0.0.1", taken))
         holder.listen()
-        cluster = cluster_on_free_ports(layout, "x", tmp_path, taken, 256)
-    assert cluster.spec.nodes[0].broker_port in (taken + 20, taken + 40, taken + 60, taken + 80)
+        cluster = cluster_on_free_ports(layout, "x", tmp_path, base, 256)
+    assert cluster.spec.nodes[0].broker_port == taken + 20
