@@ -44,6 +44,7 @@ final class SourceReader implements PartitionReader<InternalRow> {
     @Override
     public boolean next() {
         long lastProgress = System.nanoTime();
+        long seen = -1;
         while (true) {
             if (at < batch.size()) {
                 ConsumerRecord<byte[], byte[]> record = batch.get(at);
@@ -63,6 +64,14 @@ final class SourceReader implements PartitionReader<InternalRow> {
             if (position >= range.until()) {
                 return finished();
             }
+            if (position != seen) {  // records, or only transaction markers, were read since the last look
+                seen = position;
+                lastProgress = System.nanoTime();
+            } else if (System.nanoTime() - lastProgress > options.pollTimeoutMs * 1_000_000L) {
+                throw new SinkException(SinkException.Kind.KAFKA, -1, true, "source " + lease.tp + ": nothing read at offset "
+                        + position + " (the batch ends at " + range.until() + ") within " + options.pollTimeoutMs
+                        + " ms: is the source cluster reachable?", null);
+            }
             try {
                 batch = lease.consumer.poll(Duration.ofMillis(POLL_MS)).records(lease.tp);
                 at = 0;
@@ -70,13 +79,6 @@ final class SourceReader implements PartitionReader<InternalRow> {
                 throw gap(position, e);
             } catch (RuntimeException e) {
                 throw SinkErrors.of(e, "source " + lease.tp);
-            }
-            if (!batch.isEmpty() || lease.consumer.position(lease.tp) != position) {
-                lastProgress = System.nanoTime();
-            } else if (System.nanoTime() - lastProgress > options.pollTimeoutMs * 1_000_000L) {
-                throw new SinkException(SinkException.Kind.KAFKA, -1, true, "source " + lease.tp + ": nothing read at offset "
-                        + position + " (the batch ends at " + range.until() + ") within " + options.pollTimeoutMs
-                        + " ms: is the source cluster reachable?", null);
             }
         }
     }
