@@ -19,6 +19,13 @@ final class SourceOffset extends Offset {
         this.offsets = copy;
     }
 
+    /** The position of each partition given. */
+    static SourceOffset of(Map<org.apache.kafka.common.TopicPartition, Long> next) {
+        Map<String, Map<Integer, Long>> offsets = new TreeMap<>();
+        next.forEach((tp, offset) -> offsets.computeIfAbsent(tp.topic(), t -> new TreeMap<>()).put(tp.partition(), offset));
+        return new SourceOffset(offsets);
+    }
+
     static SourceOffset fromJson(String json) {
         try {
             return new SourceOffset(JSON.readValue(json, new TypeReference<TreeMap<String, Map<Integer, Long>>>() {}));

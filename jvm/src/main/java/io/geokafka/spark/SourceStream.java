@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -43,7 +42,7 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
     public Offset initialOffset() {
         Map<TopicPartition, Long> earliest = null;
         Map<TopicPartition, Long> latest = null;
-        Map<String, Map<Integer, Long>> start = new TreeMap<>();
+        Map<TopicPartition, Long> start = new HashMap<>();
         for (TopicPartition tp : partitions) {
             Map<Integer, Long> given = options.starting.get(tp.topic());
             long next = given == null || !given.containsKey(tp.partition()) ? SourceOptions.LATEST : given.get(tp.partition());
@@ -54,9 +53,9 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
                 latest = latest != null ? latest : lookup(OffsetSpec.latest());
                 next = latest.get(tp);
             }
-            start.computeIfAbsent(tp.topic(), t -> new TreeMap<>()).put(tp.partition(), next);
+            start.put(tp, next);
         }
-        return new SourceOffset(start);
+        return SourceOffset.of(start);
     }
 
     @Override
@@ -82,35 +81,30 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
                         + " (topic re-created, or records lost in an unclean leader election)", null);
             }
         }
-        long cap = limit instanceof ReadMaxRows rows ? rows.maxRows() : Long.MAX_VALUE;
-        Map<TopicPartition, Long> until = capped(start, ends, cap);
-        Map<String, Map<Integer, Long>> out = new TreeMap<>();
-        until.forEach((tp, next) -> out.computeIfAbsent(tp.topic(), t -> new TreeMap<>()).put(tp.partition(), next));
-        return new SourceOffset(out);
+        return SourceOffset.of(capped(start, ends, limit instanceof ReadMaxRows rows ? rows.maxRows() : Long.MAX_VALUE));
     }
 
     /** The ends of a batch from {@code start}: each partition's end, or, when the backlog exceeds {@code cap}
-     * records, the cap shared by backlog (as Spark's Kafka source shares maxOffsetsPerTrigger). */
+     * records, the cap shared by backlog (as Spark's Kafka source shares maxOffsetsPerTrigger). Every end
+     * lies at or after its start ({@link #latestOffset(Offset, ReadLimit)} stops the query otherwise). */
     static Map<TopicPartition, Long> capped(SourceOffset start, Map<TopicPartition, Long> ends, long cap) {
         Map<TopicPartition, Long> sizes = new HashMap<>();
         long total = 0;
         for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
             long from = start.of(e.getKey().topic(), e.getKey().partition());
-            long size = from < 0 ? 0 : Math.max(0, e.getValue() - from);
+            long size = from < 0 ? 0 : e.getValue() - from;
             sizes.put(e.getKey(), size);
             total += size;
         }
         Map<TopicPartition, Long> until = new HashMap<>();
         for (Map.Entry<TopicPartition, Long> e : ends.entrySet()) {
             long from = start.of(e.getKey().topic(), e.getKey().partition());
-            if (from < 0) {
+            if (from < 0 || total <= cap) {
                 until.put(e.getKey(), e.getValue());
-            } else if (total <= cap) {
-                until.put(e.getKey(), Math.max(from, e.getValue()));
             } else {
                 double share = (double) cap * sizes.get(e.getKey()) / total;
                 long take = (long) (share < 1 ? Math.ceil(share) : Math.floor(share));
-                until.put(e.getKey(), Math.min(Math.max(from, e.getValue()), from + take));
+                until.put(e.getKey(), Math.min(e.getValue(), from + take));
             }
         }
         return until;
