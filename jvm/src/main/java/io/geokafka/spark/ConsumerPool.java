@@ -1,10 +1,7 @@
 package io.geokafka.spark;
 
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -45,34 +42,20 @@ final class ConsumerPool {
 
     private record Key(String stream, TopicPartition tp) {}
 
-    private static final Map<Key, Deque<Lease>> IDLE = new java.util.HashMap<>();
+    /** At most one idle consumer per stream and partition: a query reads a partition in one task at a time. */
+    private static final Map<Key, Lease> IDLE = new java.util.HashMap<>();
     private static final java.util.concurrent.atomic.AtomicLong OPENED = new java.util.concurrent.atomic.AtomicLong();
 
     private ConsumerPool() {}
 
     /** A consumer of {@code tp} for stream {@code stream}, positioned to read from {@code from}. */
     static Lease borrow(String stream, Map<String, String> config, TopicPartition tp, long from) {
-        Lease lease = null;
+        Lease lease;
         List<Lease> expired = new ArrayList<>();
         synchronized (IDLE) {
             long now = System.currentTimeMillis();
-            for (Iterator<Deque<Lease>> all = IDLE.values().iterator(); all.hasNext(); ) {
-                Deque<Lease> leases = all.next();
-                for (Iterator<Lease> it = leases.iterator(); it.hasNext(); ) {
-                    Lease idle = it.next();
-                    if (now - idle.idleSince > IDLE_MS) {
-                        it.remove();
-                        expired.add(idle);
-                    }
-                }
-                if (leases.isEmpty()) {
-                    all.remove();
-                }
-            }
-            Deque<Lease> leases = IDLE.get(new Key(stream, tp));
-            if (leases != null) {
-                lease = leases.pollFirst();
-            }
+            IDLE.values().removeIf(idle -> now - idle.idleSince > IDLE_MS && expired.add(idle));
+            lease = IDLE.remove(new Key(stream, tp));
         }
         expired.forEach(ConsumerPool::close);
         if (lease == null) {
@@ -89,8 +72,12 @@ final class ConsumerPool {
     /** Give a healthy consumer back for the next batch. */
     static void giveBack(Lease lease) {
         lease.idleSince = System.currentTimeMillis();
+        Lease displaced;
         synchronized (IDLE) {
-            IDLE.computeIfAbsent(new Key(lease.stream, lease.tp), k -> new ArrayDeque<>()).addFirst(lease);
+            displaced = IDLE.put(new Key(lease.stream, lease.tp), lease);
+        }
+        if (displaced != null) {
+            close(displaced);
         }
     }
 
@@ -98,19 +85,7 @@ final class ConsumerPool {
     static void closeIdle(String stream) {
         List<Lease> closing = new ArrayList<>();
         synchronized (IDLE) {
-            for (Iterator<Deque<Lease>> it = IDLE.values().iterator(); it.hasNext(); ) {
-                Deque<Lease> leases = it.next();
-                for (Iterator<Lease> l = leases.iterator(); l.hasNext(); ) {
-                    Lease lease = l.next();
-                    if (lease.stream.equals(stream)) {
-                        l.remove();
-                        closing.add(lease);
-                    }
-                }
-                if (leases.isEmpty()) {
-                    it.remove();
-                }
-            }
+            IDLE.values().removeIf(idle -> idle.stream.equals(stream) && closing.add(idle));
         }
         closing.forEach(ConsumerPool::close);
     }
