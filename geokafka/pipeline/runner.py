@@ -30,6 +30,7 @@ from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_top
 from geokafka.pipeline.assignment import Assignment, data_loss_error, fence_writers, find_gaps, plan_assignment
 from geokafka.pipeline.failures import classify
 from geokafka.pipeline.query import FlowQuery
+from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.schedule import Backoff, Every, FlowState
 from geokafka.pipeline.startup import StartupTimeline
 from geokafka.topology.schema import Topology
@@ -118,6 +119,9 @@ class FlowRunner:
         self.policy = policy_for(self.flow)
         self._refresh_job = Every(self._refresh_interval())
         self._sync_job = Every(self.flow.sync_interval_s)
+        self._metadata_sync = RepeatedFailure(log, f"flow {self.name}: topic config/ACL sync", self.flow.sync_interval_s)
+        self._offset_sync = RepeatedFailure(log, f"flow {self.name}: group offset sync", self.flow.sync_interval_s)
+        self._heartbeats = RepeatedFailure(log, f"flow {self.name}: heartbeat", self._heartbeat_job.interval_s)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -412,7 +416,9 @@ class FlowRunner:
                 if created:
                     log.info("flow %s: %d topic ACLs copied to %s", self.name, len(created), self.flow.target)
         except Exception as exc:  # noqa: BLE001 - a failed sync must never stop replication
-            log.warning("flow %s: topic config/ACL sync skipped: %s", self.name, exc)
+            self._metadata_sync.failed(exc)
+        else:
+            self._metadata_sync.succeeded()
 
     def _periodic_sync(self) -> None:
         self._sync_topic_metadata()
@@ -428,7 +434,9 @@ class FlowRunner:
                                             memory=self._sync_memory, timeout_s=5.0)
                 self._record_held_groups(report.held_on_target())
         except Exception as exc:  # noqa: BLE001 - a failed sync must never stop replication
-            log.warning("flow %s: sync skipped: %s", self.name, exc)
+            self._offset_sync.failed(exc)
+        else:
+            self._offset_sync.succeeded()
 
     def _record_held_groups(self, held: list[Any]) -> None:
         """Groups whose target offsets the sync leaves alone because they are in use on the target:
@@ -485,7 +493,9 @@ class FlowRunner:
                     return
                 self._store.set_flow_state(self.name, self.status, **self._summary())
             except errors.GeokafkaError as exc:
-                log.warning("flow %s: heartbeat not written: %s", self.name, exc)
+                self._heartbeats.failed(exc)
+            else:
+                self._heartbeats.succeeded()
 
     def _failed_over_elsewhere(self) -> None:
         """`failover`/`promote` ran (maybe in another process): stop, and leave its state alone."""

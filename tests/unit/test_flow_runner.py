@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from geokafka import errors
@@ -227,3 +229,38 @@ def test_a_gap_the_driver_cannot_find_is_retried_with_backoff_under_skip_gaps_an
     runner, clock, _ = _data_loss_runner(False, errors.DataLossError("flow f: orders/0 offsets 5..9 are gone"))
     runner.tick()
     assert runner.status == FlowState.ERROR and "offsets 5..9" in str(runner.error)
+
+
+class FlakyStore(InMemoryStateStore):
+    """A state store whose cluster can go away."""
+
+    down = False
+
+    def read(self, from_offset: int = 0, timeout_s: float = 60.0):  # type: ignore[no-untyped-def]
+        if self.down:
+            raise errors.ClusterUnreachableError("cluster west (127.0.0.1:2) did not answer: reading its state topic")
+        return super().read(from_offset, timeout_s)
+
+
+def test_a_target_down_for_long_is_warned_once_by_the_heartbeat_and_its_return_said_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    clock, store = Clock(), FlakyStore("west")
+    admin = FakeAdmin()
+    runner = FlowRunner(None, TOPOLOGY, "f", clock=clock, clients=FlowClients(admin, admin, admin, admin),  # type: ignore[arg-type]
+                        store=store)
+    runner.status = FlowState.RETRYING  # no source observation: only the heartbeat's own work
+    caplog.set_level(logging.INFO, logger="geokafka.pipeline.runner")
+    store.down = True
+    for _ in range(60):  # five minutes of heartbeats every 5 s
+        runner._heartbeat()
+        clock.now += 5.0
+    store.down = False
+    runner._heartbeat()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "geokafka.pipeline.runner"]
+    assert said == [
+        ("WARNING", "flow f: heartbeat failed: cluster west (127.0.0.1:2) did not answer: reading its state topic "
+                    "(retried every 5s; said again when it works or fails otherwise)"),
+        ("INFO", "flow f: heartbeat works again after 60 failed runs"),
+    ]
+    beat = store.read().heartbeat("f")
+    assert beat is not None and beat.state == FlowState.RETRYING  # written once the target is back
