@@ -1,7 +1,6 @@
 package io.geokafka.spark;
 
 import com.fasterxml.jackson.core.type.TypeReference;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.Serializable;
 import java.util.HashMap;
 import java.util.List;
@@ -10,7 +9,6 @@ import java.util.Map;
 /** What the sink needs, parsed once on the driver from the query's options and shipped to tasks. */
 public final class SinkOptions implements Serializable {
     private static final long serialVersionUID = 1L;
-    private static final ObjectMapper JSON = new ObjectMapper();
 
     final String flow;
     final String sourceCluster;
@@ -32,20 +30,20 @@ public final class SinkOptions implements Serializable {
     final boolean warmProducers;
 
     private SinkOptions(Map<String, String> options) {
-        flow = required(options, "flow");
-        sourceCluster = required(options, "source_cluster");
-        targetCluster = required(options, "target_cluster");
-        queryKey = options.getOrDefault("query_key", flow);
-        targetConfig = stringMap(required(options, "target_config"));
-        producerConfig = stringMap(options.getOrDefault("producer_config", "{}"));
-        topicMap = stringMap(required(options, "topic_map"));
+        OptionReader in = new OptionReader("geokafka sink", options);
+        flow = in.required("flow");
+        sourceCluster = in.required("source_cluster");
+        targetCluster = in.required("target_cluster");
+        queryKey = in.get("query_key", flow);
+        targetConfig = in.json("target_config", null, OptionReader.STRINGS);
+        producerConfig = in.json("producer_config", "{}", OptionReader.STRINGS);
+        topicMap = in.json("topic_map", null, OptionReader.STRINGS);
         expected = new HashMap<>();
-        for (Map.Entry<String, List<Long>> e : longLists(options.getOrDefault("expected", "{}")).entrySet()) {
-            expected.put(e.getKey(), new long[] {e.getValue().get(0), e.getValue().get(1)});
-        }
-        commitIntervalMs = Long.parseLong(options.getOrDefault("commit_interval_ms", "100"));
-        maxMessageBytes = longMap(options.getOrDefault("max_message_bytes", "{}"));
-        warmProducers = Boolean.parseBoolean(options.getOrDefault("warm_producers", "false"));
+        in.json("expected", "{}", new TypeReference<Map<String, List<Long>>>() {})
+                .forEach((key, nextAndHint) -> expected.put(key, new long[] {nextAndHint.get(0), nextAndHint.get(1)}));
+        commitIntervalMs = in.getLong("commit_interval_ms", 100);
+        maxMessageBytes = in.json("max_message_bytes", "{}", new TypeReference<Map<String, Long>>() {});
+        warmProducers = Boolean.parseBoolean(in.get("warm_producers", "false"));
     }
 
     /** Parse the options map Spark hands to the sink (keys are lower-cased by Spark). */
@@ -55,7 +53,7 @@ public final class SinkOptions implements Serializable {
 
     /** Parse the same options written as one JSON object of strings (as the driver hands them over py4j). */
     public static SinkOptions fromJson(String json) {
-        return parse(stringMap(json));
+        return parse(OptionReader.object("geokafka sink", json));
     }
 
     /** A copy with other expectations (the driver's view before an epoch). */
@@ -88,38 +86,5 @@ public final class SinkOptions implements Serializable {
     /** The fixed transactional id of one source partition of the flow (fencing relies on it). */
     String transactionalId(String topic, int partition) {
         return "geokafka-" + flow + "-" + topic + "-" + partition;
-    }
-
-    private static String required(Map<String, String> options, String key) {
-        String value = options.get(key);
-        if (value == null) {
-            throw new IllegalArgumentException("geokafka sink: option '" + key + "' is required");
-        }
-        return value;
-    }
-
-    private static Map<String, String> stringMap(String json) {
-        try {
-            return JSON.readValue(json, new TypeReference<Map<String, String>>() {});
-        } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("geokafka sink: not a JSON object of strings: " + e.getMessage(), e);
-        }
-    }
-
-    private static Map<String, Long> longMap(String json) {
-        try {
-            return JSON.readValue(json, new TypeReference<Map<String, Long>>() {});
-        } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("geokafka sink: not a JSON object of numbers: " + e.getMessage(), e);
-        }
-    }
-
-    private static Map<String, List<Long>> longLists(String json) {
-        try {
-            return JSON.readValue(json, new TypeReference<Map<String, List<Long>>>() {});
-        } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("geokafka sink: 'expected' is not a JSON map of [next, hint]: "
-                    + e.getMessage(), e);
-        }
     }
 }

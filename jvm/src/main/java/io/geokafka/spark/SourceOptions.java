@@ -1,7 +1,6 @@
 package io.geokafka.spark;
 
 import com.fasterxml.jackson.core.type.TypeReference;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.Serializable;
 import java.util.Collections;
 import java.util.List;
@@ -15,7 +14,6 @@ import org.apache.kafka.common.IsolationLevel;
  * no failOnDataLoss): the driver decides at the next start whether to skip it, and counts it. */
 public final class SourceOptions implements Serializable {
     private static final long serialVersionUID = 1L;
-    private static final ObjectMapper JSON = new ObjectMapper();
     /** Spark's starting-offset markers. */
     static final long EARLIEST = -2;
     static final long LATEST = -1;
@@ -42,11 +40,11 @@ public final class SourceOptions implements Serializable {
             throw new IllegalArgumentException("geokafka source: option 'kafka.bootstrap.servers' is required");
         }
         clientConfig = Collections.unmodifiableMap(client);
-        assign = read(required(options, "assign"), new TypeReference<TreeMap<String, List<Integer>>>() {}, "assign");
-        starting = read(options.getOrDefault("startingOffsets", "{}"),
-                new TypeReference<TreeMap<String, Map<Integer, Long>>>() {}, "startingOffsets");
-        maxOffsetsPerTrigger = Long.parseLong(options.getOrDefault("maxOffsetsPerTrigger", "0"));
-        pollTimeoutMs = Long.parseLong(options.getOrDefault("kafkaConsumer.pollTimeoutMs", "120000"));
+        OptionReader in = new OptionReader("geokafka source", options);
+        assign = in.json("assign", null, new TypeReference<TreeMap<String, List<Integer>>>() {});
+        starting = in.json("startingOffsets", "{}", new TypeReference<TreeMap<String, Map<Integer, Long>>>() {});
+        maxOffsetsPerTrigger = in.getLong("maxOffsetsPerTrigger", 0);
+        pollTimeoutMs = in.getLong("kafkaConsumer.pollTimeoutMs", 120_000);
     }
 
     /** Parse the options map Spark hands to the source. */
@@ -58,22 +56,5 @@ public final class SourceOptions implements Serializable {
     IsolationLevel isolation() {
         String level = clientConfig.getOrDefault("isolation.level", "read_committed");
         return "read_uncommitted".equals(level) ? IsolationLevel.READ_UNCOMMITTED : IsolationLevel.READ_COMMITTED;
-    }
-
-    private static String required(Map<String, String> options, String key) {
-        String value = options.get(key);
-        if (value == null) {
-            throw new IllegalArgumentException("geokafka source: option '" + key + "' is required");
-        }
-        return value;
-    }
-
-    private static <T> T read(String json, TypeReference<T> type, String what) {
-        try {
-            return JSON.readValue(json, type);
-        } catch (java.io.IOException e) {
-            throw new IllegalArgumentException("geokafka source: option '" + what + "' is not valid JSON: "
-                    + e.getMessage(), e);
-        }
     }
 }
