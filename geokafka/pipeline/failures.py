@@ -1,6 +1,6 @@
 """Why a flow's query stopped, as the geokafka error it stands for: decided by type, never by text.
 
-geokafka's source and sink (``jvm/``) fail with a typed ``SinkException`` (a kind and the Kafka
+geokafka's source and sink (``jvm/``) fail with a typed ``GeokafkaException`` (a kind and the Kafka
 error code; ``DATA_LOSS`` when source records are gone), Kafka's client with its exception
 classes, Spark with its own. The Java exception's cause chain is walked through py4j to find
 them; the message shown is the one of the exception found, secrets redacted.
@@ -13,7 +13,7 @@ from typing import Any
 from geokafka import errors
 from geokafka.secrets import redact
 
-_SINK_KINDS: dict[str, type[errors.GeokafkaError]] = {
+_KINDS: dict[str, type[errors.GeokafkaError]] = {
     "RECORD_TOO_LARGE": errors.RecordTooLargeError,
     "DATA_LOSS": errors.DataLossError,
     "AUTH": errors.AuthError,
@@ -26,13 +26,13 @@ _AUTH_CLASSES = (
 )
 
 
-def failure_error(sink: dict[str, Any] | None, auth: bool, message: str) -> errors.GeokafkaError:
+def failure_error(typed: dict[str, Any] | None, auth: bool, message: str) -> errors.GeokafkaError:
     """The geokafka error for a stopped query (pure): geokafka's own typed failure first, then a
     refused login or permission, else a Kafka failure worth a retry."""
-    if sink is not None:
-        cls = _SINK_KINDS.get(str(sink.get("kind")), errors.KafkaOperationError)
-        code = int(sink.get("kafka_code", -1))
-        return cls(redact(str(sink.get("message", "")))[:500], kafka_code=None if code < 0 else code)
+    if typed is not None:
+        cls = _KINDS.get(str(typed.get("kind")), errors.KafkaOperationError)
+        code = int(typed.get("kafka_code", -1))
+        return cls(redact(str(typed.get("message", "")))[:500], kafka_code=None if code < 0 else code)
     lines = [line.strip() for line in message.splitlines() if line.strip()]
     first = lines[0] if lines else "query stopped"
     causes = [line for line in lines[1:] if line.startswith("Caused by:")]
@@ -43,7 +43,7 @@ def failure_error(sink: dict[str, Any] | None, auth: bool, message: str) -> erro
     return errors.KafkaOperationError(redact(first)[:400])
 
 
-def classify(java_exception: Any, sink: dict[str, Any] | None, jvm: Any) -> errors.GeokafkaError:
+def classify(java_exception: Any, typed: dict[str, Any] | None, jvm: Any) -> errors.GeokafkaError:
     """Walk ``java_exception``'s causes (py4j) for Kafka's auth classes."""
     auth = False
     lines = [str(java_exception.toString())]
@@ -65,4 +65,4 @@ def classify(java_exception: Any, sink: dict[str, Any] | None, jvm: Any) -> erro
         if nxt is None or nxt.equals(cause):
             break
         cause = nxt
-    return failure_error(sink, auth, "\n".join(lines))
+    return failure_error(typed, auth, "\n".join(lines))

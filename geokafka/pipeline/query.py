@@ -169,15 +169,15 @@ class FlowQuery:
         return len(epochs)
 
     def failure(self) -> tuple[Any, dict[str, Any] | None] | None:
-        """The query's failure: (the Java exception, the sink's typed failure in its causes or None)."""
+        """The query's failure: (the Java exception, the source's or sink's typed failure in its causes or None)."""
         # PySpark's exception() keeps only the message and the cause, not the Java exception
         # itself: read it from the JVM query, the cause chain is walked there.
         found = self.query._jsq.exception()
         if not found.isDefined():
             return None
         origin = found.get()
-        sink = self._registry().sinkFailure(origin)
-        return origin, (dict(sink) if sink is not None else None)
+        typed = self._registry().typedFailure(origin)
+        return origin, (dict(typed) if typed is not None else None)
 
     @property
     def active(self) -> bool:

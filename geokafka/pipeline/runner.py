@@ -329,10 +329,10 @@ class FlowRunner:
         found = self._query.failure()
         if found is None:
             return errors.KafkaOperationError(f"flow {self.name}: the query stopped")
-        java_exception, sink = found
+        java_exception, typed = found
         if not hasattr(java_exception, "getCause"):  # a Python-side failure
             return errors.KafkaOperationError(str(java_exception).splitlines()[0][:300])
-        return classify(java_exception, sink, self.spark.sparkContext._jvm)  # type: ignore[union-attr]
+        return classify(java_exception, typed, self.spark.sparkContext._jvm)  # type: ignore[union-attr]
 
     def _restart(self) -> None:
         if self._query is not None:

@@ -6,21 +6,21 @@ from geokafka import errors
 from geokafka.pipeline.failures import failure_error
 
 
-def sink(kind: str, code: int = -1, message: str = "m") -> dict[str, object]:
+def typed(kind: str, code: int = -1, message: str = "m") -> dict[str, object]:
     return {"kind": kind, "kafka_code": code, "retriable": False, "message": message}
 
 
 def test_records_gone_from_the_source_are_a_data_loss_error_with_kafkas_code() -> None:
-    error = failure_error(sink("DATA_LOSS", 1, "orders/0 offset 100 is no longer on the source"), False, "ignored")
+    error = failure_error(typed("DATA_LOSS", 1, "orders/0 offset 100 is no longer on the source"), False, "ignored")
     assert isinstance(error, errors.DataLossError)
     assert error.kafka_code == 1 and "orders/0 offset 100" in str(error)
 
 
 def test_each_kind_maps_to_its_class() -> None:
-    assert isinstance(failure_error(sink("RECORD_TOO_LARGE", 10), False, ""), errors.RecordTooLargeError)
-    assert isinstance(failure_error(sink("AUTH"), False, ""), errors.AuthError)
-    assert type(failure_error(sink("KAFKA"), False, "")) is errors.KafkaOperationError
-    assert failure_error(sink("KAFKA"), False, "").kafka_code is None
+    assert isinstance(failure_error(typed("RECORD_TOO_LARGE", 10), False, ""), errors.RecordTooLargeError)
+    assert isinstance(failure_error(typed("AUTH"), False, ""), errors.AuthError)
+    assert type(failure_error(typed("KAFKA"), False, "")) is errors.KafkaOperationError
+    assert failure_error(typed("KAFKA"), False, "").kafka_code is None
 
 
 def test_without_a_typed_failure_the_root_cause_is_named() -> None:

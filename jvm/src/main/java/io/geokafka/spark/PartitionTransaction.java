@@ -50,7 +50,7 @@ final class PartitionTransaction {
         Long limit = options.maxMessageBytes.get(targetTopic);
         this.maxBytes = limit != null && options.uncompressed() ? limit : 0;
         if (targetTopic == null) {
-            throw new SinkException(SinkException.Kind.KAFKA, -1, false,
+            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, -1, false,
                     "flow " + options.flow + ": no target topic for source topic " + topic, null);
         }
         this.provenance = new Provenance(options.sourceCluster, options.targetCluster, topic, partition);
@@ -107,7 +107,7 @@ final class PartitionTransaction {
                 }
             });
         } catch (RuntimeException e) {
-            throw SinkErrors.of(e, "writing " + where(offset));
+            throw KafkaErrors.of(e, "writing " + where(offset));
         }
         stats[WRITTEN]++;
         stats[BYTES] += size;
@@ -139,7 +139,7 @@ final class PartitionTransaction {
         try {
             producer.flush();
         } catch (RuntimeException e) {
-            throw SinkErrors.of(e, "flushing " + where(next - 1));
+            throw KafkaErrors.of(e, "flushing " + where(next - 1));
         }
         synchronized (failures) {
             if (!failures.isEmpty()) {
@@ -149,7 +149,7 @@ final class PartitionTransaction {
         try {
             producer.commitTransaction();
         } catch (RuntimeException e) {
-            throw SinkErrors.of(e, "committing " + where(next - 1));
+            throw KafkaErrors.of(e, "committing " + where(next - 1));
         }
         open = false;
         committedNext = next;
@@ -184,7 +184,7 @@ final class PartitionTransaction {
             try {
                 producer.beginTransaction();
             } catch (RuntimeException e) {
-                throw SinkErrors.of(e, "beginning a transaction for " + where(next));
+                throw KafkaErrors.of(e, "beginning a transaction for " + where(next));
             }
             open = true;
         }
@@ -192,7 +192,7 @@ final class PartitionTransaction {
 
     /** The error to stop on: an oversize record names itself (a rejected batch fails its small
      * neighbours too, so the largest failed record is the culprit). */
-    private SinkException failure() {
+    private GeokafkaException failure() {
         Object[] largest = null;
         for (Object[] f : failures) {
             Throwable t = (Throwable) f[2];
@@ -206,16 +206,16 @@ final class PartitionTransaction {
         }
         Object[] first = failures.get(0);
         long offset = (long) first[0];
-        return SinkErrors.of((Throwable) first[2], offset >= 0 ? "writing " + where(offset)
+        return KafkaErrors.of((Throwable) first[2], offset >= 0 ? "writing " + where(offset)
                 : "writing progress of " + topic + "/" + partition + " to " + Progress.STATE_TOPIC);
     }
 
-    private SinkException tooLarge(long offset, int size, Throwable cause) {
+    private GeokafkaException tooLarge(long offset, int size, Throwable cause) {
         String text = "record " + options.sourceCluster + " " + topic + "/" + partition + " offset " + offset
                 + " (" + size + " bytes) is larger than max.message.bytes of " + options.targetCluster
                 + " topic " + targetTopic + (maxBytes > 0 ? " (" + maxBytes + ")" : "") + "; flow " + options.flow
                 + " stopped";
-        return new SinkException(SinkException.Kind.RECORD_TOO_LARGE, 10, false, text, cause);
+        return new GeokafkaException(GeokafkaException.Kind.RECORD_TOO_LARGE, 10, false, text, cause);
     }
 
     private String where(long offset) {

@@ -116,7 +116,7 @@ final class ProducerPool {
             producer.initTransactions();
         } catch (RuntimeException e) {
             closeQuietly(producer);
-            throw SinkErrors.of(e, "initialising the transactional id " + txnId + " on " + options.targetCluster);
+            throw KafkaErrors.of(e, "initialising the transactional id " + txnId + " on " + options.targetCluster);
         }
         return producer;
     }

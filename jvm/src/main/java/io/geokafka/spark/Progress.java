@@ -49,7 +49,7 @@ final class Progress {
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
             while (consumer.position(tp, Duration.ofSeconds(30)) < end) {
                 if (System.nanoTime() > deadline) {
-                    throw new SinkException(SinkException.Kind.KAFKA, 7, true,
+                    throw new GeokafkaException(GeokafkaException.Kind.KAFKA, 7, true,
                             "reading " + STATE_TOPIC + " to its end timed out", null);
                 }
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(500));

@@ -96,12 +96,12 @@ public final class SinkRegistry {
     }
 
     /**
-     * The sink's own failure in ``error``'s cause chain, as {kind, kafka_code, retriable, message},
-     * or null: how the Python driver tells a sink failure's class without reading its message.
+     * The source's or sink's typed failure in ``error``'s cause chain, as {kind, kafka_code, retriable, message},
+     * or null: how the Python driver tells a failure's class without reading its message.
      */
-    public static Map<String, Object> sinkFailure(Throwable error) {
+    public static Map<String, Object> typedFailure(Throwable error) {
         for (Throwable t = error; t != null; t = t.getCause()) {
-            if (t instanceof SinkException s) {
+            if (t instanceof GeokafkaException s) {
                 Map<String, Object> out = new LinkedHashMap<>();
                 out.put("kind", s.kind());
                 out.put("kafka_code", s.kafkaCode());

@@ -59,7 +59,7 @@ final class SourceReader implements PartitionReader<InternalRow> {
             try {
                 position = lease.consumer.position(lease.tp);
             } catch (RuntimeException e) {
-                throw SinkErrors.of(e, "source " + lease.tp);
+                throw KafkaErrors.of(e, "source " + lease.tp);
             }
             if (position >= range.until()) {
                 return finished();
@@ -68,7 +68,7 @@ final class SourceReader implements PartitionReader<InternalRow> {
                 seen = position;
                 lastProgress = System.nanoTime();
             } else if (System.nanoTime() - lastProgress > options.pollTimeoutMs * 1_000_000L) {
-                throw new SinkException(SinkException.Kind.KAFKA, -1, true, "source " + lease.tp + ": nothing read at offset "
+                throw new GeokafkaException(GeokafkaException.Kind.KAFKA, -1, true, "source " + lease.tp + ": nothing read at offset "
                         + position + " (the batch ends at " + range.until() + ") within " + options.pollTimeoutMs
                         + " ms: is the source cluster reachable?", null);
             }
@@ -78,7 +78,7 @@ final class SourceReader implements PartitionReader<InternalRow> {
             } catch (OffsetOutOfRangeException e) {
                 throw gap(position, e);
             } catch (RuntimeException e) {
-                throw SinkErrors.of(e, "source " + lease.tp);
+                throw KafkaErrors.of(e, "source " + lease.tp);
             }
         }
     }
@@ -114,8 +114,8 @@ final class SourceReader implements PartitionReader<InternalRow> {
 
     /** The partition's log starts after {@code position} (retention, delete-records) or ends before it: the
      * query stops, and the driver names the gap (and with skip_gaps, counts it and starts past it). */
-    private SinkException gap(long position, OffsetOutOfRangeException e) {
-        return new SinkException(SinkException.Kind.DATA_LOSS, org.apache.kafka.common.protocol.Errors.OFFSET_OUT_OF_RANGE.code(),
+    private GeokafkaException gap(long position, OffsetOutOfRangeException e) {
+        return new GeokafkaException(GeokafkaException.Kind.DATA_LOSS, org.apache.kafka.common.protocol.Errors.OFFSET_OUT_OF_RANGE.code(),
                 false, lease.tp + " offset " + position + " is no longer on the source (retention, delete-records or a "
                 + "re-created topic)", e);
     }

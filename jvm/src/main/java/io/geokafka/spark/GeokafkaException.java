@@ -1,10 +1,10 @@
 package io.geokafka.spark;
 
 /**
- * A failure of the geokafka sink, typed so the Python driver never reads message text: {@link #kind()}
+ * A failure of geokafka's source or sink, typed so the Python driver never reads message text: {@link #kind()}
  * names the geokafka error class it stands for, {@link #kafkaCode()} the Kafka error code (-1: none).
  */
-public final class SinkException extends RuntimeException {
+public final class GeokafkaException extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
     /** What went wrong, in geokafka's error classes. */
@@ -25,7 +25,7 @@ public final class SinkException extends RuntimeException {
     private final int kafkaCode;
     private final boolean retriable;
 
-    public SinkException(Kind kind, int kafkaCode, boolean retriable, String message, Throwable cause) {
+    public GeokafkaException(Kind kind, int kafkaCode, boolean retriable, String message, Throwable cause) {
         super(message, cause);
         this.kind = kind;
         this.kafkaCode = kafkaCode;
