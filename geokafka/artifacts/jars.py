@@ -105,6 +105,8 @@ def sink_jar() -> Path:
     if result.returncode != 0 or not built.exists():
         shutil.rmtree(staging, ignore_errors=True)
         errors = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
+        # javac's own lines name the file and line; Maven's first one only says "COMPILATION ERROR :"
+        errors = [line for line in errors if ".java:[" in line] or errors
         raise EnvironmentError_(f"mvn could not build geokafka's Spark sink ({SINK_MODULE}): "
                                 f"{(errors or ['no jar built'])[0].strip()}")
     built.rename(staging / "geokafka-spark.jar")
