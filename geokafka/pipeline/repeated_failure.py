@@ -1,8 +1,9 @@
 """A periodic job's failures said once while they last, and its recovery said once.
 
-A flow's runner syncs configs and group offsets every few seconds and writes a heartbeat every
-five: while a cluster is down (a lost data center, for hours) each run fails the same way, and a
-warning per run would bury everything else the log has to say.
+A flow's runner syncs configs and group offsets every few seconds, writes a heartbeat every five
+and restarts a failed query with backoff up to 30 s: while a cluster is down (a lost data center,
+for hours) each run fails the same way, and a warning per run would bury everything else the log
+has to say.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ class RepeatedFailure:
     details): a different kind is said again.
     """
 
-    def __init__(self, logger: logging.Logger, what: str, interval_s: float) -> None:
+    def __init__(self, logger: logging.Logger, what: str, retried: str) -> None:
+        """``what`` names the job in every line; ``retried`` says when it runs again ("every 10s")."""
         self._log = logger
         self._what = what
-        self._interval_s = interval_s
+        self._retried = retried
         self._kind: tuple[type[BaseException], int | None] | None = None
         self._failed_runs = 0
 
@@ -38,13 +40,13 @@ class RepeatedFailure:
             self._log.debug("%s failed again: %s", self._what, exc)
             return
         self._kind = kind
-        self._log.warning("%s failed: %s (retried every %gs; said again when it works or fails otherwise)",
-                          self._what, exc, self._interval_s)
+        self._log.warning("%s failed: %s (retried %s; said again when it works or fails otherwise)",
+                          self._what, exc, self._retried)
 
     def succeeded(self) -> None:
         """The job's run worked."""
         if self._kind is not None:
             runs = self._failed_runs
-            self._log.info("%s works again after %d failed run%s", self._what, runs, "" if runs == 1 else "s")
+            self._log.info("%s works again after %d failure%s", self._what, runs, "" if runs == 1 else "s")
         self._kind = None
         self._failed_runs = 0

@@ -119,9 +119,13 @@ class FlowRunner:
         self.policy = policy_for(self.flow)
         self._refresh_job = Every(self._refresh_interval())
         self._sync_job = Every(self.flow.sync_interval_s)
-        self._metadata_sync = RepeatedFailure(log, f"flow {self.name}: topic config/ACL sync", self.flow.sync_interval_s)
-        self._offset_sync = RepeatedFailure(log, f"flow {self.name}: group offset sync", self.flow.sync_interval_s)
-        self._heartbeats = RepeatedFailure(log, f"flow {self.name}: heartbeat", self._heartbeat_job.interval_s)
+        every_sync = f"every {self.flow.sync_interval_s:g}s"
+        self._metadata_sync = RepeatedFailure(log, f"flow {self.name}: topic config/ACL sync", every_sync)
+        self._offset_sync = RepeatedFailure(log, f"flow {self.name}: group offset sync", every_sync)
+        self._heartbeats = RepeatedFailure(log, f"flow {self.name}: heartbeat", f"every {self._heartbeat_job.interval_s:g}s")
+        # works again when an epoch commits: a start that succeeds can still fail its first batch
+        self._replication = RepeatedFailure(log, f"flow {self.name}: replication",
+                                            f"with backoff up to {self._backoff.max_s:g}s")
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -351,7 +355,8 @@ class FlowRunner:
 
     def _schedule_retry(self, exc: errors.GeokafkaError) -> None:
         delay = self._backoff.schedule(self.clock())
-        log.warning("flow %s: %s; retrying in %.0fs", self.name, exc, delay)
+        self._replication.failed(exc)
+        log.debug("flow %s: next start in %.0fs", self.name, delay)
         self.status, self.error = FlowState.RETRYING, exc
 
     def _fail(self, exc: errors.GeokafkaError) -> None:
@@ -455,6 +460,7 @@ class FlowRunner:
     def _record_batch(self, batch_id: int, rows: list[dict[str, Any]]) -> None:
         now = time.time()
         self.batches += 1
+        self._replication.succeeded()
         self.startup.reached("first epoch committed")
         if any(row["written"] for row in rows) and self.startup.reached("first records committed"):
             log.info("flow %s: first records replicated; %s", self.name, self.startup.summary())

@@ -260,7 +260,26 @@ def test_a_target_down_for_long_is_warned_once_by_the_heartbeat_and_its_return_s
     assert said == [
         ("WARNING", "flow f: heartbeat failed: cluster west (127.0.0.1:2) did not answer: reading its state topic "
                     "(retried every 5s; said again when it works or fails otherwise)"),
-        ("INFO", "flow f: heartbeat works again after 60 failed runs"),
+        ("INFO", "flow f: heartbeat works again after 60 failures"),
     ]
     beat = store.read().heartbeat("f")
     assert beat is not None and beat.state == FlowState.RETRYING  # written once the target is back
+
+
+def test_failed_starts_are_warned_once_per_kind_and_the_first_epoch_after_them_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    down = [errors.ClusterUnreachableError("cluster east (127.0.0.1:1) is not reachable") for _ in range(6)]
+    slow = errors.KafkaOperationError("west: request timed out", kafka_code=7, retriable=True)
+    runner, clock, _, attempts = runner_with([*down, slow, slow, None])
+    caplog.set_level(logging.INFO, logger="geokafka.pipeline.runner")
+    tick_for(runner, clock, 300)
+    assert runner.status == FlowState.RUNNING and len(attempts) == 9
+    runner._record_batch(0, [])  # the restarted query's first epoch commits
+    runner._record_batch(1, [])
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "geokafka.pipeline.runner"]
+    backoff = "(retried with backoff up to 30s; said again when it works or fails otherwise)"
+    assert said == [
+        ("WARNING", f"flow f: replication failed: cluster east (127.0.0.1:1) is not reachable {backoff}"),
+        ("WARNING", f"flow f: replication failed: west: request timed out {backoff}"),
+        ("INFO", "flow f: replication works again after 8 failures"),
+    ]
