@@ -13,7 +13,8 @@ import logging
 
 class RepeatedFailure:
     """Reports for one periodic job: the first failure of a kind as a warning, the same kind
-    again only at debug level, and the first success after failures as one info line.
+    again only at debug level, and the first success after failures as a warning too (whoever
+    saw the failure, with a console that shows warnings only, must see it end).
 
     A failure's kind is its class and Kafka error code (never its text, which names changing
     details): a different kind is said again.
@@ -47,6 +48,6 @@ class RepeatedFailure:
         """The job's run worked."""
         if self._kind is not None:
             runs = self._failed_runs
-            self._log.info("%s works again after %d failure%s", self._what, runs, "" if runs == 1 else "s")
+            self._log.warning("%s works again after %d failure%s", self._what, runs, "" if runs == 1 else "s")
         self._kind = None
         self._failed_runs = 0

@@ -260,7 +260,7 @@ def test_a_target_down_for_long_is_warned_once_by_the_heartbeat_and_its_return_s
     assert said == [
         ("WARNING", "flow f: heartbeat failed: cluster west (127.0.0.1:2) did not answer: reading its state topic "
                     "(retried every 5s; said again when it works or fails otherwise)"),
-        ("INFO", "flow f: heartbeat works again after 60 failures"),
+        ("WARNING", "flow f: heartbeat works again after 60 failures"),
     ]
     beat = store.read().heartbeat("f")
     assert beat is not None and beat.state == FlowState.RETRYING  # written once the target is back
@@ -281,5 +281,5 @@ def test_failed_starts_are_warned_once_per_kind_and_the_first_epoch_after_them_o
     assert said == [
         ("WARNING", f"flow f: replication failed: cluster east (127.0.0.1:1) is not reachable {backoff}"),
         ("WARNING", f"flow f: replication failed: west: request timed out {backoff}"),
-        ("INFO", "flow f: replication works again after 8 failures"),
+        ("WARNING", "flow f: replication works again after 8 failures"),
     ]
