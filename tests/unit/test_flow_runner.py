@@ -41,9 +41,10 @@ class Clock:
         return self.now
 
 
-def runner_with(starts: list[BaseException | None]) -> tuple[FlowRunner, Clock, InMemoryStateStore, list[float]]:
+def runner_with(starts: list[BaseException | None], store: InMemoryStateStore | None = None,
+                ) -> tuple[FlowRunner, Clock, InMemoryStateStore, list[float]]:
     """A runner whose start() fails with each exception of ``starts`` in turn (None: it starts)."""
-    clock, store = Clock(), InMemoryStateStore("west")
+    clock, store = Clock(), store or InMemoryStateStore("west")
     admin = FakeAdmin()
     runner = FlowRunner(None, TOPOLOGY, "f", clock=clock, clients=FlowClients(admin, admin, admin, admin),  # type: ignore[arg-type]
                         store=store)
@@ -231,6 +232,11 @@ def test_a_gap_the_driver_cannot_find_is_retried_with_backoff_under_skip_gaps_an
     assert runner.status == FlowState.ERROR and "offsets 5..9" in str(runner.error)
 
 
+def runner_said(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    """What the runner logged: (level, line)."""
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "geokafka.pipeline.runner"]
+
+
 class FlakyStore(InMemoryStateStore):
     """A state store whose cluster can go away."""
 
@@ -244,11 +250,8 @@ class FlakyStore(InMemoryStateStore):
 
 def test_a_target_down_for_long_is_warned_once_by_the_heartbeat_and_its_return_said_once(
         caplog: pytest.LogCaptureFixture) -> None:
-    clock, store = Clock(), FlakyStore("west")
-    admin = FakeAdmin()
-    runner = FlowRunner(None, TOPOLOGY, "f", clock=clock, clients=FlowClients(admin, admin, admin, admin),  # type: ignore[arg-type]
-                        store=store)
-    runner.status = FlowState.RETRYING  # no source observation: only the heartbeat's own work
+    store = FlakyStore("west")
+    runner, clock, _, _ = runner_with([], store)  # retrying: no source observation, only the heartbeat's own work
     caplog.set_level(logging.INFO, logger="geokafka.pipeline.runner")
     store.down = True
     for _ in range(60):  # five minutes of heartbeats every 5 s
@@ -256,7 +259,7 @@ def test_a_target_down_for_long_is_warned_once_by_the_heartbeat_and_its_return_s
         clock.now += 5.0
     store.down = False
     runner._heartbeat()
-    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "geokafka.pipeline.runner"]
+    said = runner_said(caplog)
     assert said == [
         ("WARNING", "flow f: heartbeat failed: cluster west (127.0.0.1:2) did not answer: reading its state topic "
                     "(retried every 5s; said again when it works or fails otherwise)"),
@@ -276,7 +279,7 @@ def test_failed_starts_are_warned_once_per_kind_and_the_first_epoch_after_them_o
     assert runner.status == FlowState.RUNNING and len(attempts) == 9
     runner._record_batch(0, [])  # the restarted query's first epoch commits
     runner._record_batch(1, [])
-    said = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "geokafka.pipeline.runner"]
+    said = runner_said(caplog)
     backoff = "(retried with backoff up to 30s; said again when it works or fails otherwise)"
     assert said == [
         ("WARNING", f"flow f: replication failed: cluster east (127.0.0.1:1) is not reachable {backoff}"),
