@@ -16,7 +16,8 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     ├── FlowStateError (10)        the flow is in the wrong state for the command
     │   └── FlowFailedOverError    the flow was failed over: a mirror must not replicate it
     ├── DrillFailedError (11)      a drill saw reality disagree with the plan
-    └── PartitionMismatchError (12) a target topic has fewer partitions than its source
+    ├── PartitionMismatchError (12) a target topic has fewer partitions than its source
+    └── JvmFatalError (13)         Spark's JVM failed (out of memory, ...): nothing in it can be trusted
 
 Exit codes from 20 on are not errors but answers: `geokafka status` exits 20 when a flow needs a person.
 """
@@ -117,6 +118,12 @@ class PartitionMismatchError(GeokafkaError):
     """A target topic has fewer partitions than its source and may not be grown."""
 
     exit_code = 12
+
+
+class JvmFatalError(GeokafkaError):
+    """Spark's JVM hit an error it cannot recover from (``OutOfMemoryError``, ...): the mirror stops."""
+
+    exit_code = 13
 
 
 def refusal_reason(text: str) -> str:

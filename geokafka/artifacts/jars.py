@@ -7,12 +7,14 @@ renamed when complete, so an interrupted fetch never leaves a half-filled cache.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,22 +78,32 @@ def jar_set_digest(seed: str, jars: Iterable[Path]) -> str:
 
 
 SINK_MODULE = Path(__file__).resolve().parents[2] / "jvm"
-"""The Maven module of geokafka's Spark sink (in the repository, next to the package)."""
+"""The Maven module of geokafka's Spark source and sink (in the repository, next to the package)."""
+CONTRACT_FILE = Path(__file__).resolve().parents[1] / "contract.json"
+"""The Python-Java contract, which the module's jar carries (see :mod:`geokafka.contract`)."""
+
+
+UNUSED_JAR_S = 7 * 24 * 3600.0
+"""A build of the jvm module nobody used this long is deleted when another is built."""
 
 
 def sink_jar() -> Path:
-    """geokafka's Spark sink, built with ``mvn`` against the pinned pyspark and Kafka client when
-    missing or when its sources changed (cached per source digest, staged and renamed when complete)."""
+    """geokafka's Spark source and sink, built with ``mvn`` against the pinned pyspark and Kafka client
+    when missing or when its sources or the contract changed (cached per source digest, staged and
+    renamed when complete)."""
     kafka_clients = next(iter(sorted(jar_dir(SPARK_KAFKA).glob("kafka-clients-*.jar"))))
     spark_jars = _pyspark_jars()
     digest = hashlib.sha256()
-    for path in sorted([SINK_MODULE / "pom.xml", *(SINK_MODULE / "src").rglob("*")]):
+    for path in sorted([SINK_MODULE / "pom.xml", *(SINK_MODULE / "src" / "main").rglob("*")]):
         if path.is_file():
             digest.update(str(path.relative_to(SINK_MODULE)).encode() + b"\0" + path.read_bytes())
+    digest.update(b"contract.json\0" + CONTRACT_FILE.read_bytes())
     digest.update(f"{SPARK_VERSION}:{kafka_clients.name}".encode())
     target = cache_root() / f"geokafka-spark-{digest.hexdigest()[:16]}"
     jar = target / "geokafka-spark.jar"
     if jar.exists():
+        with contextlib.suppress(OSError):
+            os.utime(target)  # in use: kept while other builds come and go
         return jar
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -99,7 +111,7 @@ def sink_jar() -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".geokafka-spark-", dir=target.parent))
     cmd = [mvn, "-q", "-B", "-f", str(SINK_MODULE / "pom.xml"), "package", f"-Dpyspark.jars={spark_jars}",
-           f"-Dkafka.clients.jar={kafka_clients}", f"-Dbuild.dir={staging / 'build'}"]
+           f"-Dkafka.clients.jar={kafka_clients}", f"-Dbuild.dir={staging / 'build'}", "-Dmaven.test.skip=true"]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     built = staging / "build" / "geokafka-spark.jar"
     if result.returncode != 0 or not built.exists():
@@ -112,7 +124,11 @@ def sink_jar() -> Path:
     built.rename(staging / "geokafka-spark.jar")
     shutil.rmtree(staging / "build", ignore_errors=True)
     for old in target.parent.glob("geokafka-spark-*"):
-        shutil.rmtree(old, ignore_errors=True)  # earlier builds are never used again
+        # another checkout on this machine, or a process started before this build, may still run its own
+        # build: only builds nobody used for a week go
+        with contextlib.suppress(OSError):
+            if old.is_dir() and time.time() - old.stat().st_mtime > UNUSED_JAR_S:
+                shutil.rmtree(old, ignore_errors=True)
     staging.rename(target)
     return jar
 

@@ -12,7 +12,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
@@ -325,23 +325,32 @@ class ClusterAdmin:
         raise KafkaOperationError(f"cluster {self.conn.name}: topic {topic} has no leader for every partition")
 
     def watermarks(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
-        """partition -> (log start offset, log end offset)."""
-        for attempt in range(2):
-            if self._reader is None:
-                self._reader = self.consumer()
-            try:
-                return {
-                    p: self._reader.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s)
-                    for p in range(partitions)
-                }
-            except KafkaException as exc:
-                err = exc.args[0] if exc.args else None
-                if attempt == 0 and isinstance(err, KafkaError) and err.code() == KafkaError._UNKNOWN_PARTITION:
-                    # partitions were added since the reader cached the topic's metadata: start afresh
-                    self.close()
-                    continue
-                raise_mapped(self.conn, f"reading offsets of {topic}", exc)
-        return {}
+        """partition -> (log start offset, last stable offset) of one topic (see :meth:`log_ranges`)."""
+        return self.log_ranges({topic: partitions}).get(topic, {})
+
+    def log_ranges(self, partitions: Mapping[str, int]) -> dict[str, dict[int, tuple[int, int]]]:
+        """topic -> partition -> (log start offset, last stable offset) of every partition given: two
+        ListOffsets requests per broker in all (librdkafka groups them by leader), never a round trip per
+        partition. The end is read_committed's: records of open transactions are not counted yet."""
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka.admin import OffsetSpec
+
+        tps = [TopicPartition(topic, p) for topic, n in partitions.items() for p in range(n)]
+        if not tps:
+            return {}
+        out: dict[str, dict[int, tuple[int, int]]] = {topic: {} for topic in partitions}
+        try:
+            starts = self._admin.list_offsets({tp: OffsetSpec.earliest() for tp in tps},
+                                              isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.timeout_s)
+            ends = self._admin.list_offsets({tp: OffsetSpec.latest() for tp in tps},
+                                            isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=self.timeout_s)
+            for tp in tps:
+                low = starts[tp].result(timeout=self.timeout_s).offset
+                high = ends[tp].result(timeout=self.timeout_s).offset
+                out[tp.topic][tp.partition] = (int(low), int(high))
+        except (KafkaException, FutureTimeout) as exc:
+            raise_mapped(self.conn, f"reading offsets of {', '.join(sorted(partitions))}", exc)
+        return out
 
     def consumer(self, **extra: Any) -> Consumer:
         """A consumer of this cluster for point reads (no group commits)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from geokafka import contract
 from geokafka.control.state_records import STATE_TOPIC
 from geokafka.topology.schema import Cluster, Flow, Topology
 
@@ -81,8 +82,8 @@ def principal_of(cluster: Cluster) -> str:
 
 
 def transactional_id_prefix(flow_name: str) -> str:
-    """Every transactional id of a flow starts with this (see pipeline.assignment.transactional_id)."""
-    return f"geokafka-{flow_name}-"
+    """Every transactional id of a flow starts with this (the contract's, see :mod:`geokafka.contract`)."""
+    return contract.transactional_id_prefix(flow_name)
 
 
 def acl_command(p: Permission, bootstrap: str = "<bootstrap>") -> str:

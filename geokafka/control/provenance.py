@@ -13,12 +13,17 @@ translation and cycle prevention:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-ORIGIN_HEADER = "gk.origin"
-SOURCE_HEADER = "gk.src"
+from geokafka import contract
+
+ORIGIN_HEADER = contract.ORIGIN_HEADER
+SOURCE_HEADER = contract.SOURCE_HEADER
 PROVENANCE_HEADERS = frozenset({ORIGIN_HEADER, SOURCE_HEADER})
+_SOURCE_VALUE = re.compile("^" + re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>.+?)",
+                                        re.escape(contract.SOURCE_HEADER_VALUE)) + "$")
 
 
 @dataclass(frozen=True, order=True)
@@ -31,15 +36,18 @@ class SourcePosition:
     offset: int
 
     def encode(self) -> bytes:
-        """Header value."""
-        return f"{self.cluster}/{self.topic}/{self.partition}/{self.offset}".encode()
+        """Header value (the contract's ``headers.source_value``)."""
+        return contract.SOURCE_HEADER_VALUE.format(cluster=self.cluster, topic=self.topic, partition=self.partition,
+                                                   offset=self.offset).encode()
 
     @classmethod
     def decode(cls, raw: bytes | str) -> SourcePosition:
         """Parse a header value; raises ValueError on a malformed one."""
         text = raw.decode() if isinstance(raw, bytes) else raw
-        cluster, topic, partition, offset = text.split("/")
-        return cls(cluster, topic, int(partition), int(offset))
+        found = _SOURCE_VALUE.match(text)
+        if found is None:
+            raise ValueError(f"not a {SOURCE_HEADER} value: {text!r}")
+        return cls(found["cluster"], found["topic"], int(found["partition"]), int(found["offset"]))
 
 
 Headers = Sequence[tuple[str, str | bytes | None]]

@@ -18,8 +18,11 @@ records, by key:
 * :class:`HeldGroups` ``held-groups/<flow>``: groups whose target offsets the sync leaves alone.
 * :class:`GroupCheckpoint` ``checkpoint/<flow>/<group>``: what a group sync saw and wrote.
 * :class:`TopicId` ``topic-id/<flow>/<topic>``: the source topic's ID when the flow started it.
+* :class:`Generation` ``generation/<flow>``: the flow's partition groups (how many, a digest of
+  which partitions each holds) and their generation, written before a new generation writes.
 
-Standard library only: cheap to import anywhere.
+The progress record's key and fields, and the topic's name, are the Python-Java contract's
+(:mod:`geokafka.contract`). Standard library only: cheap to import anywhere.
 """
 
 from __future__ import annotations
@@ -28,7 +31,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self
 
-STATE_TOPIC = "__geokafka_state"
+from geokafka import contract
+
+STATE_TOPIC = contract.STATE_TOPIC
+
+_NEXT = contract.spec()["progress"]["fields"]["next"]
+_LAST_TIMESTAMP = contract.spec()["progress"]["fields"]["last_timestamp"]
 
 TopicPartitionKey = tuple[str, int]
 """(topic, partition)."""
@@ -87,7 +95,7 @@ class Progress:
     @staticmethod
     def key_of(flow: str, topic: str, partition: int) -> str:
         """Key of one source partition's progress."""
-        return f"progress/{flow}/{topic}/{partition}"
+        return contract.progress_key(flow, topic, partition)
 
     @property
     def key(self) -> str:
@@ -96,13 +104,13 @@ class Progress:
 
     def encode(self) -> dict[str, Any]:
         """Its value (the JVM sink writes the same)."""
-        return {"next": self.next, "last_timestamp": self.last_timestamp}
+        return {_NEXT: self.next, _LAST_TIMESTAMP: self.last_timestamp}
 
     @classmethod
     def decode(cls, flow: str, rest: str, value: Mapping[str, Any]) -> Progress:
         """From the key's part after ``progress/<flow>/`` (``<topic>/<partition>``) and the value."""
         topic, _, partition = rest.rpartition("/")
-        return cls(flow, topic, int(partition), int(value["next"]), int(value.get("last_timestamp", -1)))
+        return cls(flow, topic, int(partition), int(value[_NEXT]), int(value.get(_LAST_TIMESTAMP, -1)))
 
 
 @dataclass(frozen=True)
@@ -286,6 +294,32 @@ class TopicId:
     def decode(cls, flow: str, rest: str, value: Mapping[str, Any]) -> TopicId:
         """From the key's part after ``topic-id/<flow>/`` (the topic) and the value."""
         return cls(flow, rest, str(value["topic_id"]), int(value.get("at_ms", 0)))
+
+
+@dataclass(frozen=True)
+class Generation(FlowRecord):
+    """A flow's partition groups as its last new generation recorded them (see :mod:`geokafka.pipeline.groups`)."""
+
+    KIND: ClassVar[str] = "generation"
+    flow: str
+    generation: int
+    groups: int
+    """How many groups, hence the transactional ids ``0 .. groups-1`` of the generation."""
+    digest: str
+    """Names the exact grouping: the same partitions in the same groups give the same digest."""
+    partitions: int
+    at_ms: int
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {"generation": self.generation, "groups": self.groups, "digest": self.digest,
+                "partitions": self.partitions, "at_ms": self.at_ms}
+
+    @classmethod
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
+        """From a value."""
+        return cls(flow, int(value["generation"]), int(value["groups"]), str(value["digest"]),
+                   int(value.get("partitions", 0)), int(value.get("at_ms", 0)))
 
 
 def _encode_offsets(offsets: Mapping[TopicPartitionKey, int]) -> list[list[Any]]:

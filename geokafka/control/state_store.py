@@ -1,21 +1,32 @@
 """geokafka's durable state store: the ``__geokafka_state`` topic of a target cluster.
 
-The records and their keys are in :mod:`geokafka.control.state_records`. :class:`StateStore`
-reads a snapshot (the latest value of every key) and writes typed records; the Kafka store
-below keeps them on the target, :class:`InMemoryStateStore` in a list for unit tests.
+The records and their keys are in :mod:`geokafka.control.state_records`. A :class:`StateStore`
+keeps a snapshot (the latest value of every key) and writes typed records. The Kafka store keeps
+one read_committed consumer open and reads only what is new since its last read, like
+MirrorMaker 2's ``OffsetSyncStore`` over a ``KafkaBasedLog``; values are decoded when asked for,
+so a read of a topic holding a million progress records costs what the new ones cost.
+:class:`InMemoryStateStore` keeps them in a list for unit tests; both pass the same contract tests
+(``tests/unit/test_state_store_contract.py``).
+
+Two ways to read: :meth:`StateStore.read` up to the current stable end (what every transaction
+committed so far; never waits for an open transaction), and :meth:`StateStore.read_settled`, which
+also waits until every transaction open at the call has ended: what a start needs before it trusts
+the progress records as resume positions.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.connection import ClusterConnection
@@ -24,6 +35,7 @@ from geokafka.control.state_records import (
     STATE_TOPIC,
     FailoverRecord,
     FlowRecord,
+    Generation,
     GroupCheckpoint,
     Heartbeat,
     HeldGroups,
@@ -39,26 +51,73 @@ from geokafka.errors import KafkaOperationError
 _STATE_CONFIGS = {
     "cleanup.policy": "compact",
     "min.cleanable.dirty.ratio": "0.1",
-    "segment.ms": "600000",
+    # a flow writes a progress record per partition that moved per commit (10 a second): short segments
+    # let the cleaner compact them within a minute or two, so a start reads little more than one record a key
+    "segment.ms": "60000",
     "message.timestamp.type": "CreateTime",
 }
 
 F = TypeVar("F", bound=FlowRecord)
+Value = dict[str, Any]
+
+
+class _Values(Mapping[str, Value]):
+    """The snapshot's values, decoded from JSON when first asked for."""
+
+    def __init__(self, snapshot: StateSnapshot) -> None:
+        self._snapshot = snapshot
+
+    def __getitem__(self, key: str) -> Value:
+        value = self._snapshot.value(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._snapshot.raw)
+
+    def __len__(self) -> int:
+        return len(self._snapshot.raw)
 
 
 @dataclass
 class StateSnapshot:
     """The latest value of every key, and the offset each was read at; typed views per record."""
 
-    values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    raw: dict[str, bytes] = field(default_factory=dict)
+    """Key -> its latest value as written (JSON), for every key not deleted."""
     offsets: dict[str, int] = field(default_factory=dict)
     end_offset: int = 0
+    _decoded: dict[str, Value] = field(default_factory=dict, repr=False)
 
-    def _items(self, kind: str, flow: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    @property
+    def values(self) -> Mapping[str, Value]:
+        """Key -> latest value (decoded on first access)."""
+        return _Values(self)
+
+    def value(self, key: str) -> Value | None:
+        """The latest value of ``key``, None when it has none."""
+        cached = self._decoded.get(key)
+        if cached is not None:
+            return cached
+        encoded = self.raw.get(key)
+        if encoded is None:
+            return None
+        decoded: Value = json.loads(encoded)
+        self._decoded[key] = decoded
+        return decoded
+
+    def _items(self, kind: str, flow: str) -> Iterator[tuple[str, Value]]:
         prefix = flow_prefix(kind, flow)
-        for key, value in self.values.items():
-            if key.startswith(prefix) and value is not None:
+        for key in [k for k in self.raw if k.startswith(prefix)]:
+            value = self.value(key)
+            if value is not None:
                 yield key[len(prefix):], value
+
+    def keys_of(self, kind: str, flow: str) -> list[str]:
+        """Every key of a per-item record kind of one flow (``checkpoint``, ``progress``, ...)."""
+        prefix = flow_prefix(kind, flow)
+        return [k for k in self.raw if k.startswith(prefix)]
 
     def progress_records(self, flow: str) -> dict[tuple[str, int], Progress]:
         """(source topic, partition) -> its progress record, for one flow."""
@@ -75,7 +134,7 @@ class StateSnapshot:
 
     def record(self, kind: type[F], flow: str) -> F | None:
         """The flow's record of ``kind`` (one per flow), None when there is none."""
-        value = self.values.get(kind.key_of(flow))
+        value = self.value(kind.key_of(flow))
         return None if value is None else kind.decode(flow, value)
 
     def heartbeat(self, flow: str) -> Heartbeat | None:
@@ -84,13 +143,17 @@ class StateSnapshot:
 
     def source_ends(self, flow: str) -> SourceEnds | None:
         """The mirror's last observation of the flow's source end offsets."""
-        value = self.values.get(SourceEnds.key_of(flow))
+        value = self.value(SourceEnds.key_of(flow))
         return SourceEnds.decode(flow, value) if value and "at_ms" in value else None
 
     def role(self, flow: str) -> str:
         """``failed-over`` or ``active`` (the default: no failover recorded)."""
         role = self.record(Role, flow)
         return Role.ACTIVE if role is None else role.role
+
+    def generation(self, flow: str) -> Generation | None:
+        """The flow's partition groups and generation as last recorded."""
+        return self.record(Generation, flow)
 
     def failover_report(self, flow: str) -> dict[str, Any] | None:
         """The flow's last failover report, as recorded."""
@@ -110,13 +173,24 @@ class StateSnapshot:
         """source topic -> its ID when the flow started replicating it."""
         return {rest: str(value["topic_id"]) for rest, value in self._items(TopicId.KIND, flow) if "topic_id" in value}
 
-    def apply(self, key: str, value: dict[str, Any] | None, offset: int) -> None:
+    def apply(self, key: str, value: bytes | None, offset: int) -> None:
         """One record read from the log, in order (None: the key was deleted)."""
+        self._decoded.pop(key, None)
         if value is None:
-            self.values.pop(key, None)
+            self.raw.pop(key, None)
         else:
-            self.values[key] = value
+            self.raw[key] = value
         self.offsets[key] = offset
+        self.end_offset = max(self.end_offset, offset + 1)
+
+    def copy(self) -> StateSnapshot:
+        """A snapshot that later reads of its store leave as it is."""
+        return StateSnapshot(dict(self.raw), dict(self.offsets), self.end_offset, dict(self._decoded))
+
+
+def encode_value(value: Mapping[str, Any] | None) -> bytes | None:
+    """A state value as written to the topic."""
+    return None if value is None else json.dumps(value).encode()
 
 
 class StateStore(ABC):
@@ -125,12 +199,25 @@ class StateStore(ABC):
     name: str
 
     @abstractmethod
-    def read(self, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
-        """The committed state from ``from_offset`` to the current end (records before it are not applied)."""
+    def read(self, timeout_s: float = 60.0) -> StateSnapshot:
+        """The committed state up to its current stable end (never waits for an open transaction)."""
+
+    @abstractmethod
+    def read_settled(self, timeout_s: float = 60.0) -> StateSnapshot:
+        """The committed state once every transaction open at the call has ended (committed or aborted):
+        the resume positions a start may trust. Raises a retriable error when one is still open at the
+        time-out (a dead writer's, until it is fenced or expires)."""
 
     @abstractmethod
     def write(self, *records: StateRecord, timeout_s: float = 15.0) -> None:
         """Write records and wait for the acks."""
+
+    @abstractmethod
+    def delete(self, *keys: str, timeout_s: float = 15.0) -> None:
+        """Write tombstones: compaction removes the keys for good."""
+
+    def close(self) -> None:  # noqa: B027 - a store without clients has nothing to close
+        """Release the store's clients."""
 
     def set_flow_state(self, flow: str, state: str, **details: Any) -> None:
         """Record a flow's state (running, stopped, failed-over, error)."""
@@ -148,39 +235,140 @@ class InMemoryStateStore(StateStore):
 
     def __init__(self, name: str = "memory") -> None:
         self.name = name
-        self.log: list[tuple[str, dict[str, Any]]] = []
+        self.log: list[tuple[str, bytes | None]] = []
+        self.reads = 0
 
-    def read(self, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
-        """Everything written from ``from_offset`` on."""
-        snapshot = StateSnapshot(end_offset=len(self.log))
-        for offset, (key, value) in enumerate(self.log[from_offset:], start=from_offset):
-            snapshot.apply(key, json.loads(json.dumps(value)), offset)
+    def read(self, timeout_s: float = 60.0) -> StateSnapshot:
+        """Everything written so far."""
+        self.reads += 1
+        snapshot = StateSnapshot()
+        for offset, (key, value) in enumerate(self.log):
+            snapshot.apply(key, value, offset)
+        snapshot.end_offset = len(self.log)
         return snapshot
+
+    def read_settled(self, timeout_s: float = 60.0) -> StateSnapshot:
+        """Everything written so far (nothing here is ever in an open transaction)."""
+        return self.read(timeout_s)
 
     def write(self, *records: StateRecord, timeout_s: float = 15.0) -> None:
         """Append the records."""
-        self.log.extend((r.key, r.encode()) for r in records)
+        self.log.extend((r.key, encode_value(r.encode())) for r in records)
+
+    def delete(self, *keys: str, timeout_s: float = 15.0) -> None:
+        """Append tombstones."""
+        self.log.extend((key, None) for key in keys)
 
 
 class KafkaStateStore(StateStore):
-    """The state topic on a target cluster."""
+    """The state topic on a target cluster, read incrementally by one consumer kept open.
+
+    Thread-safe: a flow's scheduled jobs (heartbeat, syncs) and its start share one store per cluster.
+    """
 
     def __init__(self, conn: ClusterConnection) -> None:
         self.conn = conn
         self.name = conn.name
+        self._lock = threading.Lock()
+        self._snapshot = StateSnapshot()
+        self._consumer: Consumer | None = None
+        self._admin: AdminClient | None = None
 
-    def read(self, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
-        """Read the committed state from ``from_offset`` to the current end."""
-        return _read_state(self.conn, from_offset, timeout_s)
+    def read(self, timeout_s: float = 60.0) -> StateSnapshot:
+        """Read what was committed since the last read, to the current stable end."""
+        with self._lock:
+            self._catch_up(settle=False, timeout_s=timeout_s)
+            return self._snapshot.copy()
+
+    def read_settled(self, timeout_s: float = 60.0) -> StateSnapshot:
+        """Read until every transaction open at the call has ended."""
+        with self._lock:
+            self._catch_up(settle=True, timeout_s=timeout_s)
+            return self._snapshot.copy()
 
     def write(self, *records: StateRecord, timeout_s: float = 15.0) -> None:
         """Write records and wait for the acks."""
         _write_entries(self.conn, {r.key: r.encode() for r in records}, timeout_s)
 
+    def delete(self, *keys: str, timeout_s: float = 15.0) -> None:
+        """Write tombstones and wait for the acks."""
+        _write_entries(self.conn, dict.fromkeys(keys), timeout_s)
+
+    def close(self) -> None:
+        """Close the consumer (a later read opens a new one and reads everything again)."""
+        with self._lock:
+            if self._consumer is not None:
+                with contextlib.suppress(KafkaException, RuntimeError):
+                    self._consumer.close()
+            self._consumer, self._admin = None, None
+            self._snapshot = StateSnapshot()
+
+    def _catch_up(self, settle: bool, timeout_s: float) -> None:
+        tp = TopicPartition(STATE_TOPIC, 0)
+        try:
+            consumer = self._consumer_at(timeout_s)
+            # a read_committed consumer's watermark is the last stable offset: what is committed up to the
+            # first open transaction; settling waits for the log's end as it is now (read_uncommitted)
+            target = self._high_watermark(timeout_s) if settle else consumer.get_watermark_offsets(
+                tp, timeout=timeout_s, cached=False)[1]
+            if target < self._snapshot.end_offset and target < self._position(consumer, tp):
+                # the state topic was deleted and re-created: start over
+                self._snapshot = StateSnapshot()
+                consumer.assign([TopicPartition(STATE_TOPIC, 0, 0)])
+            deadline = time.monotonic() + timeout_s
+            while self._position(consumer, tp) < target:
+                if time.monotonic() > deadline:
+                    raise KafkaOperationError(
+                        f"cluster {self.conn.name}: {STATE_TOPIC} could not be read to its end ({target}) within "
+                        f"{timeout_s:.0f}s; an open transaction of a dead writer may hold it (it is aborted when the "
+                        "writer is fenced, or expires after transaction.timeout.ms)", retriable=True)
+                for msg in consumer.consume(10_000, timeout=0.2):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            continue
+                        raise KafkaException(err)
+                    raw_key, offset = msg.key(), msg.offset()
+                    if offset is None:
+                        continue  # only error events lack an offset
+                    key = raw_key.decode() if isinstance(raw_key, bytes) else (raw_key or "")
+                    self._snapshot.apply(key, msg.value(), offset)
+            self._snapshot.end_offset = max(self._snapshot.end_offset, target)
+        except KafkaException as exc:
+            if exc.args and exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+                return  # no state topic yet: nothing replicated, nothing decided
+            raise_mapped(self.conn, f"reading {STATE_TOPIC}", exc)
+
+    def _consumer_at(self, timeout_s: float) -> Consumer:
+        if self._consumer is None:
+            self._consumer = ClusterAdmin(self.conn, timeout_s).consumer()
+            self._consumer.assign([TopicPartition(STATE_TOPIC, 0, self._snapshot.end_offset)])
+        return self._consumer
+
+    def _position(self, consumer: Consumer, tp: TopicPartition) -> int:
+        offset = consumer.position([tp])[0].offset
+        return self._snapshot.end_offset if offset < 0 else max(offset, 0)
+
+    def _high_watermark(self, timeout_s: float) -> int:
+        if self._admin is None:
+            self._admin = AdminClient(self.conn.librdkafka())
+        tp = TopicPartition(STATE_TOPIC, 0)
+        result = self._admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                                          request_timeout=timeout_s)
+        return int(result[tp].result(timeout=timeout_s).offset)
+
+
+_STORES: dict[tuple[str, str], KafkaStateStore] = {}
+_STORES_LOCK = threading.Lock()
+
 
 def state_store(conn: ClusterConnection) -> KafkaStateStore:
-    """The state store of the cluster ``conn`` reaches."""
-    return KafkaStateStore(conn)
+    """The state store of the cluster ``conn`` reaches: one per cluster and process, shared."""
+    key = _producer_key(conn)
+    with _STORES_LOCK:
+        if key not in _STORES:
+            _STORES[key] = KafkaStateStore(conn)
+        return _STORES[key]
 
 
 def ensure_state_topic(admin: ClusterAdmin) -> None:
@@ -190,49 +378,6 @@ def ensure_state_topic(admin: ClusterAdmin) -> None:
     if rf > 1:
         configs["min.insync.replicas"] = "2"
     admin.create_topic(STATE_TOPIC, 1, rf, configs)
-
-
-def _read_state(conn: ClusterConnection, from_offset: int = 0, timeout_s: float = 60.0) -> StateSnapshot:
-    """Read the committed state from ``from_offset`` to the current end."""
-    admin = ClusterAdmin(conn, timeout_s)
-    consumer = admin.consumer()
-    snapshot = StateSnapshot()
-    tp = TopicPartition(STATE_TOPIC, 0)
-    try:
-        _, end = consumer.get_watermark_offsets(tp, timeout=timeout_s)
-        snapshot.end_offset = end
-        if end <= from_offset:
-            return snapshot
-        consumer.assign([TopicPartition(STATE_TOPIC, 0, from_offset)])
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            msgs = consumer.consume(1000, timeout=0.5)
-            for msg in msgs:
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        continue
-                    raise KafkaException(err)
-                raw_key, raw, offset = msg.key(), msg.value(), msg.offset()
-                if offset is None:
-                    continue  # only error events lack an offset
-                key = raw_key.decode() if isinstance(raw_key, bytes) else (raw_key or "")
-                snapshot.apply(key, None if raw is None else json.loads(raw), offset)
-            position = consumer.position([tp])[0].offset
-            if position >= end:
-                return snapshot
-        # A partial read would resume from stale positions: better to stop than to duplicate.
-        raise KafkaOperationError(
-            f"cluster {conn.name}: {STATE_TOPIC} could not be read to its end ({end}) within {timeout_s:.0f}s; "
-            "an open transaction of a dead writer may hold it (it expires after transaction.timeout.ms)"
-        )
-    except KafkaException as exc:
-        if exc.args and exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
-            return snapshot  # no state topic yet: nothing replicated, nothing decided
-        raise_mapped(conn, f"reading {STATE_TOPIC}", exc)
-        return snapshot
-    finally:
-        consumer.close()
 
 
 def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | None], timeout_s: float = 15.0) -> None:
@@ -245,8 +390,7 @@ def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | 
             errors.append(err.str())
 
     for key, value in entries.items():
-        payload = None if value is None else json.dumps(value).encode()
-        producer.produce(STATE_TOPIC, key=key.encode(), value=payload, partition=0, on_delivery=on_delivery)
+        producer.produce(STATE_TOPIC, key=key.encode(), value=encode_value(value), partition=0, on_delivery=on_delivery)
     try:
         remaining = drain(producer, timeout_s)
     except KafkaException as exc:
@@ -274,10 +418,15 @@ def _state_producer(conn: ClusterConnection) -> Producer:
 
 
 def release_state_producers() -> None:
-    """Close the cached state producers (a mirror that ended): a producer left behind keeps
+    """Close the cached state producers and stores (a mirror that ended): a client left behind keeps
     reconnecting, and logging, long after its cluster is gone. Writes are flushed by
     ``write_state`` itself, so nothing is pending here."""
     while _PRODUCERS:
         _, producer = _PRODUCERS.popitem()
         with contextlib.suppress(KafkaException):  # a producer that failed for good has nothing to deliver
             drain(producer, 1)
+    with _STORES_LOCK:
+        stores = list(_STORES.values())
+        _STORES.clear()
+    for store in stores:
+        store.close()

@@ -28,7 +28,8 @@ from geokafka.control.state_records import FailoverRecord, Role
 from geokafka.control.state_store import StateSnapshot, state_store
 from geokafka.control.topic_sync import TopicPair, sync_topic_configs
 from geokafka.errors import ClusterUnreachableError, FlowStateError
-from geokafka.pipeline.assignment import fence_writers
+from geokafka.pipeline.fencing import fence
+from geokafka.pipeline.groups import recorded_writers
 from geokafka.topology.schema import Topology
 
 
@@ -173,8 +174,9 @@ def failover(
             state = _promote_preparation(topology, flow_name, source_admin, timeout_s, report)
         if not dry_run:  # from here on nothing more lands on the target from this flow
             store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind)
-            fence_writers(flow_name, flow_pairs(topology, flow_name, state), target)
-            state = store.read()
+            state = store.read()  # a generation recorded since the first read (a mirror that just started)
+            fence(target, recorded_writers(flow_name, state.generation(flow_name), flow_pairs(topology, flow_name, state)))
+            state = store.read_settled()
         report.source_reachable = probe.result()
         probed_at_ms = int(time.time() * 1000)
     report.observed_at_ms, report.partitions = losses(flow_name, state)

@@ -19,22 +19,18 @@ from geokafka.topology.schema import Flow, Topology
 
 
 class StateCache:
-    """The latest value of every key of one target's ``__geokafka_state``, read incrementally."""
+    """The latest value of every key of one target's ``__geokafka_state``: the cluster's state store,
+    which keeps its consumer open and reads only what is new."""
 
     def __init__(self, topology: Topology, cluster: str, timeout_s: float) -> None:
         self.store = state_store(connection(topology, cluster))
         self.timeout_s = timeout_s
         self.snapshot = StateSnapshot()
+        """The last snapshot read (empty before the first)."""
 
     def refresh(self) -> StateSnapshot:
         """Read what was written since the last refresh; raises GeokafkaError when it cannot."""
-        snap = self.store.read(self.snapshot.end_offset, self.timeout_s)
-        if snap.end_offset < self.snapshot.end_offset:  # the state topic was recreated: start over
-            self.snapshot = StateSnapshot()
-            snap = self.store.read(0, self.timeout_s)
-        for key, offset in snap.offsets.items():  # offsets lists tombstoned keys too
-            self.snapshot.apply(key, snap.values.get(key), offset)
-        self.snapshot.end_offset = max(self.snapshot.end_offset, snap.end_offset)
+        self.snapshot = self.store.read(self.timeout_s)
         return self.snapshot
 
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from geokafka.control.admin import ClusterAdmin
-from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_store import StateSnapshot
 from geokafka.control.topic_identity import Recreation, recreations
 from geokafka.control.topic_sync import TopicPair
@@ -43,10 +41,15 @@ class Gap:
 
 @dataclass
 class Assignment:
-    """The partitions a query reads and where it starts."""
+    """The partitions a query reads, in which groups, and where each starts."""
 
     pairs: list[TopicPair]
     starting: dict[str, dict[str, int]] = field(default_factory=dict)
+    groups: list[dict[str, list[int]]] = field(default_factory=list)
+    """The partition groups (see :mod:`geokafka.pipeline.groups`): one Spark task, consumer and
+    transactional producer each."""
+    generation: int = 0
+    """The generation of ``groups``: part of every writer's transactional id."""
     expected: dict[str, tuple[int, int]] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
     topic_ids: dict[str, str] = field(default_factory=dict)
@@ -118,7 +121,7 @@ def plan_assignment(
     """
     progress = state.progress(flow_name)
     assignment = Assignment(pairs)
-    marks = {pair.source: source.watermarks(pair.source, pair.partitions) for pair in pairs}
+    marks = source.log_ranges({pair.source: pair.partitions for pair in pairs})
     assignment.topic_ids = source.topic_ids([pair.source for pair in pairs])
     stored = state.topic_ids(flow_name)
     recreated = recreations(stored, assignment.topic_ids, {topic for topic, _ in progress})
@@ -146,23 +149,3 @@ def plan_assignment(
             assignment.expected[key] = (committed, hint)
         assignment.starting[pair.source] = offsets
     return assignment
-
-
-def transactional_id(flow: str, topic: str, partition: int) -> str:
-    """The fixed transactional id of one source partition of a flow (the sink uses the same, see
-    ``jvm/.../SinkOptions.transactionalId``): a new writer fences every older one of the partition."""
-    return f"geokafka-{flow}-{topic}-{partition}"
-
-
-def fence_writers(flow_name: str, pairs: list[TopicPair], target: ClusterConnection) -> None:
-    """Initialise every partition's transactional id once: open transactions of a dead writer
-    are aborted now, so the state topic can be read to its end without waiting for them."""
-    from confluent_kafka import Producer
-
-    def fence(txn_id: str) -> None:
-        producer = Producer(target.librdkafka(**{"transactional.id": txn_id, "transaction.timeout.ms": 30_000}))
-        producer.init_transactions(60)
-
-    ids = [transactional_id(flow_name, pair.source, p) for pair in pairs for p in range(pair.partitions)]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(fence, ids))

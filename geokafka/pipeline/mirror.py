@@ -14,6 +14,7 @@ from geokafka.errors import GeokafkaError
 from geokafka.infra.signals import stop_on_signals
 from geokafka.pipeline.runner import FlowRunner
 from geokafka.pipeline.schedule import FlowState
+from geokafka.pipeline.slots import groups_per_flow, master_with_slots, task_slots
 from geokafka.pipeline.spark_session import get_spark
 from geokafka.topology.schema import Topology
 
@@ -37,7 +38,16 @@ def mirror(
     for name in names:
         topology.flow(name)  # an unknown name fails here, before Spark starts
     pipeline = topology.pipeline
-    runners = [FlowRunner(None, topology, name) for name in names]
+    slots = task_slots(pipeline.master, pipeline.spark_conf)
+    groups = groups_per_flow(pipeline.groups, slots, len(names))
+    master = pipeline.master
+    if pipeline.mode == "real-time":
+        master = master_with_slots(master, groups * len(names))
+        if slots is not None and slots < groups * len(names) and master == pipeline.master:
+            log.warning("real-time mode runs %d tasks at once (%d flows x %d groups) but %s has %d task slots: "
+                        "groups without a slot wait for a batch's end", groups * len(names), len(names), groups,
+                        master, slots)
+    runners = [FlowRunner(None, topology, name, group_count=groups) for name in names]
     for runner in runners:
         runner.startup.reached("command started")
     deadline = None if duration_s is None else time.monotonic() + duration_s
@@ -55,7 +65,7 @@ def mirror(
                 prepared = [pool.submit(runner.try_prepare) for runner in runners]
                 spark_start = time.monotonic()
                 try:
-                    spark = get_spark(pipeline.master, "geokafka-mirror", pipeline.spark_conf,
+                    spark = get_spark(master, "geokafka-mirror", pipeline.spark_conf,
                                       quick_jit=pipeline.jit == "quick")
                 except Exception:
                     if not _stopping(stop):

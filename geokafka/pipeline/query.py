@@ -1,11 +1,12 @@
 """The Spark Structured Streaming query of one flow: geokafka's Kafka source -> geokafka's sink.
 
 Records never pass through Python: read by the JVM source ``readStream.format("geokafka-source")``
-(Spark's Kafka source's columns and options, one offset lookup per batch), the source frame
+(Spark's Kafka source's columns and options) one partition group per Spark task, the source frame
 (transforms are Spark SQL expressions) is written by the JVM sink ``writeStream.format("geokafka")``
-(``jvm/``), which commits each source
-partition's records and progress record in one Kafka transaction on the target. The driver
-learns each epoch's commits from the sink's registry through py4j (:meth:`FlowQuery.poll`).
+(``jvm/``), which commits each group's records, with the progress record of every partition that
+moved, in one Kafka transaction on the target per commit interval. In real-time mode (the default)
+a group's task runs for a whole batch; in micro-batch mode a batch is planned every trigger. The
+driver learns the commits from the sink's registry through py4j (:meth:`FlowQuery.poll`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from geokafka import contract
 from geokafka.control.connection import ClusterConnection
 from geokafka.pipeline.assignment import Assignment
 from geokafka.pipeline.spark_session import is_local
@@ -35,18 +37,45 @@ BatchCallback = Callable[[int, list[dict[str, Any]]], None]
 
 def source_options(source: ClusterConnection, assignment: Assignment, flow: Flow, pipeline: Pipeline) -> dict[str, str]:
     """The options of geokafka's Kafka source for one flow, named as Spark's Kafka source names them
-    (may hold the source's secrets: pass them to the reader only)."""
+    and as the contract declares (may hold the source's secrets: pass them to the reader only)."""
+
+    def name(role: str) -> str:
+        return contract.name("source_options", role)
+
+    prefix = name("client_prefix")
     return {
-        **source.spark_options(),
+        **{prefix + key: value for key, value in source.java_client().items()},
         # Client metrics pushed to brokers (KIP-714): kafka-clients 3.9.1, the one on Spark's class
         # path, formats a trace message on every poll of every client while trace logging is *off*
         # (an inverted check, fixed in 4.x): see ProducerPool, where the sink's producers turn it off too.
-        "kafka.enable.metrics.push": "false",
-        "assign": json.dumps(assignment.partitions),
-        "startingOffsets": json.dumps(assignment.starting),
-        "kafka.isolation.level": "read_committed",
-        "maxOffsetsPerTrigger": str(pipeline.max_records_per_batch),
-        "kafkaConsumer.pollTimeoutMs": "15000",  # a dead source fails the batch, not hangs it
+        f"{prefix}enable.metrics.push": "false",
+        f"{prefix}isolation.level": "read_committed",
+        name("assign"): json.dumps(assignment.partitions),
+        name("groups"): json.dumps(assignment.groups),
+        name("starting_offsets"): json.dumps(assignment.starting),
+        name("max_offsets_per_trigger"): str(pipeline.max_records_per_batch),
+        name("poll_timeout_ms"): "15000",  # a dead source fails the batch, not hangs it
+    }
+
+
+def sink_options(query_key: str, flow_name: str, flow: Flow, pipeline: Pipeline, target: ClusterConnection,
+                 assignment: Assignment, topic_map: dict[str, str], max_message_bytes: dict[str, int]) -> dict[str, str]:
+    """The options of geokafka's sink for one flow, named as the contract declares (hold the target's secrets)."""
+
+    def name(role: str) -> str:
+        return contract.name("sink_options", role)
+
+    return {
+        name("flow"): flow_name, name("source_cluster"): flow.source, name("target_cluster"): flow.target,
+        name("query_key"): query_key, name("target_config"): json.dumps(target.java_client()),
+        name("producer_config"): json.dumps(pipeline.producer_config), name("topic_map"): json.dumps(topic_map),
+        name("groups"): json.dumps(assignment.groups), name("generation"): str(assignment.generation),
+        name("expected"): json.dumps({k: [n, h] for k, (n, h) in assignment.expected.items()}),
+        name("commit_interval_ms"): str(pipeline.commit_interval_ms),
+        name("max_message_bytes"): json.dumps(max_message_bytes),
+        # local masters run the tasks in the driver's JVM: producers opened there before the first batch,
+        # side by side, are the tasks' (elsewhere they would be of no use)
+        name("warm_producers"): str(is_local(pipeline.master)).lower(),
     }
 
 
@@ -123,31 +152,28 @@ class FlowQuery:
         # Resume positions come from the target's state topic, so each query starts a fresh checkpoint.
         self._checkpoint = tempfile.mkdtemp(prefix=f"{flow_name}-", dir=checkpoints)
         frame = source_frame(spark, source, assignment, flow, pipeline)
-        # Few tasks, each writing several source partitions: a Spark task has a fixed cost,
-        # far more than a partition's transaction; coalescing keeps each partition's rows
-        # contiguous and in offset order.
-        tasks = pipeline.write_tasks or spark.sparkContext.defaultParallelism
-        if tasks < len(assignment.expected) or not assignment.expected:
-            frame = frame.coalesce(max(1, tasks))
-        options = {
-            "flow": flow_name, "source_cluster": flow.source, "target_cluster": flow.target,
-            "query_key": self._key, "target_config": json.dumps(target.java_client()),
-            "producer_config": json.dumps(pipeline.producer_config), "topic_map": json.dumps(topic_map),
-            "expected": json.dumps({k: [n, h] for k, (n, h) in assignment.expected.items()}),
-            "commit_interval_ms": str(pipeline.commit_interval_ms),
-            "max_message_bytes": json.dumps(max_message_bytes or {}),
-            # local masters run the tasks in the driver's JVM: producers opened there before the
-            # first epoch, side by side, are the tasks' (elsewhere they would be of no use)
-            "warm_producers": str(is_local(pipeline.master)).lower(),
-        }
-        if options["warm_producers"] == "true":
+        options = sink_options(self._key, flow_name, flow, pipeline, target, assignment, topic_map,
+                               max_message_bytes or {})
+        registry = self._registry()
+        registry.register(self._key)
+        if options[contract.name("sink_options", "warm_producers")] == "true":
             # the producers open while Spark plans the query and generates its code, not after
-            self._registry().warmAhead(json.dumps(options))
+            registry.warmAhead(json.dumps(options))
         writer = frame.writeStream.queryName(f"geokafka-{flow_name}").format("geokafka")
         for key, value in options.items():
             writer = writer.option(key, value)
         writer = writer.option("checkpointLocation", self._checkpoint)
-        self.query: StreamingQuery = writer.trigger(processingTime=f"{pipeline.trigger_ms} milliseconds").start()
+        if pipeline.mode == "real-time":
+            # PySpark 4.1 has no Python name for the trigger; a real-time query runs in update mode, which
+            # the sink takes as append (a replication query has no state to update)
+            jvm = spark._jvm
+            assert jvm is not None  # a classic (py4j) session, as get_spark builds
+            writer = writer.outputMode("update")
+            trigger = jvm.org.apache.spark.sql.streaming.Trigger.RealTime(f"{int(pipeline.realtime_batch_s * 1000)} milliseconds")
+            writer._jwrite = writer._jwrite.trigger(trigger)
+        else:
+            writer = writer.trigger(processingTime=f"{pipeline.trigger_ms} milliseconds")
+        self.query: StreamingQuery = writer.start()
 
     def _spark_stopped(self, exc: BaseException) -> bool:
         """True when ``exc`` came from a Spark that stopped on its own (its JVM got the stop signal too)."""

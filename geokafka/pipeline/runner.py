@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from geokafka import errors
+from geokafka import contract, errors
 from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
@@ -27,8 +27,10 @@ from geokafka.control.state_records import HeldGroups, Progress, Role, SourceEnd
 from geokafka.control.state_store import StateSnapshot, StateStore, ensure_state_topic, state_store
 from geokafka.control.topic_identity import recreations
 from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
-from geokafka.pipeline.assignment import Assignment, data_loss_error, fence_writers, find_gaps, plan_assignment
+from geokafka.pipeline.assignment import Assignment, data_loss_error, find_gaps, plan_assignment
 from geokafka.pipeline.failures import classify
+from geokafka.pipeline.fencing import fence
+from geokafka.pipeline.groups import GenerationPlan, generation_record, plan_generation, split_into_groups
 from geokafka.pipeline.query import FlowQuery
 from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.schedule import Backoff, Every, FlowState
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
+_SUMMARY: dict[str, str] = contract.spec()["commit_summary"]
 
 @dataclass
 class PartitionProgress:
@@ -82,6 +85,8 @@ class FlowRunner:
     spark: SparkSession | None
     topology: Topology
     name: str
+    group_count: int = 1
+    """Partition groups of this flow (the mirror shares the master's task slots among its flows)."""
     status: FlowState = FlowState.STARTING
     error: errors.GeokafkaError | None = None
     progress: dict[tuple[str, int], PartitionProgress] = field(default_factory=dict)
@@ -148,24 +153,42 @@ class FlowRunner:
         with timeline.step("target topics"):
             self._pairs = self._target_pairs()
             self._sync_topic_metadata()  # a restart (e.g. for new partitions) must not delay config/ACL sync
-        # Fence first: a killed writer's open transaction would hold the state topic's (and
-        # every target topic's) last stable offset until it times out, and the state must be
-        # read to its end.
+        # Fence first: a killed writer's open transaction would hold the state topic's (and every target
+        # topic's) last stable offset until it expires, and the progress must be read to its end. Which
+        # writers to fence (this generation's, and the previous one's when the groups changed) is in the
+        # state itself: what is already readable tells, and the full read confirms it.
+        groups = split_into_groups(self._pairs, self.group_count)
         with timeline.step("writers fenced"):
-            fence_writers(self.name, self._pairs, self.target)
+            plan = self._fence_for(groups, self._store.read(timeout_s=15.0))
         with timeline.step("progress read"):
-            state = self._store.read()
+            state = self._store.read_settled()
+            if state.generation(self.name) != plan.stored:
+                plan = self._fence_for(groups, state)  # a generation recorded behind an open transaction
+                state = self._store.read_settled()
         if state.role(self.name) == Role.FAILED_OVER:
             raise errors.FlowFailedOverError(
                 f"flow {self.name} was failed over to {self.flow.target}; run `geokafka failback {self.name}` instead"
             )
+        if plan.new:
+            self._store.write(generation_record(plan, int(time.time() * 1000)))
+            log.info("flow %s: generation %d: %d partitions in %d groups", self.name, plan.generation,
+                     sum(len(p) for g in plan.groups for p in g.values()), len(plan.groups))
         with timeline.step("resume positions"):
             assignment = plan_assignment(
                 self.name, self.flow.start, self.flow.skip_gaps, self._pairs, self.source_admin, state
             )
+            assignment.groups, assignment.generation = plan.groups, plan.generation
             self._record_topic_ids(assignment, state)
             self._max_message_bytes = self.target_admin.max_message_bytes([p.target for p in self._pairs])
         self._prepared = assignment
+
+    def _fence_for(self, groups: list[dict[str, list[int]]], state: StateSnapshot) -> GenerationPlan:
+        """The generation this start writes under, its writers (and the previous generation's) fenced."""
+        stored = state.generation(self.name)
+        legacy = self._pairs if stored is None and state.progress(self.name) else None
+        plan = plan_generation(self.name, groups, stored, legacy)
+        fence(self.target, plan.fence)
+        return plan
 
     def _record_topic_ids(self, assignment: Assignment, state: StateSnapshot) -> None:
         """Before the query starts: the source topic IDs it replicates. A skipped re-created topic's
@@ -458,19 +481,23 @@ class FlowRunner:
             {"group": g, "topic": t, "partition": p, "reason": r} for g, t, p, r in now]))
 
     def _record_batch(self, batch_id: int, rows: list[dict[str, Any]]) -> None:
+        """One commit report of the sink (per partition: position and counts since its last report; names
+        from the contract's ``commit_summary``)."""
         now = time.time()
         self.batches += 1
         self._replication.succeeded()
         self.startup.reached("first epoch committed")
-        if any(row["written"] for row in rows) and self.startup.reached("first records committed"):
+        written = [int(row[_SUMMARY["written"]]) for row in rows]
+        if any(written) and self.startup.reached("first records committed"):
             log.info("flow %s: first records replicated; %s", self.name, self.startup.summary())
         for row in rows:
-            entry = self.progress.setdefault((row["topic"], row["partition"]), PartitionProgress())
-            entry.next_offset = row["next_offset"]
-            entry.written += row["written"]
-            entry.bytes += row["bytes"]
-            if row["last_timestamp"] >= 0:
-                entry.last_timestamp = row["last_timestamp"]
+            entry = self.progress.setdefault((row[_SUMMARY["topic"]], int(row[_SUMMARY["partition"]])),
+                                             PartitionProgress())
+            entry.next_offset = int(row[_SUMMARY["next_offset"]])
+            entry.written += int(row[_SUMMARY["written"]])
+            entry.bytes += int(row[_SUMMARY["bytes"]])
+            if int(row[_SUMMARY["last_timestamp"]]) >= 0:
+                entry.last_timestamp = int(row[_SUMMARY["last_timestamp"]])
             entry.updated_at = now
 
     def _summary(self) -> dict[str, Any]:

@@ -27,14 +27,17 @@ _DEFAULTS = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-    # records stream through (nothing is cached) and the sink's producers hold 16 MB each. G1
+    # records stream through (nothing is cached) and each group's producer holds up to 64 MB. G1
     # commits all of the heap a busy run lets it grow to (2 GB: a 2-GB mirror; 1 GB: 1.3-1.5 GB
     # in all, the class archive's 166 MB and G1's own 80 MB beside the heap); 768 MB: 1.28 GB,
     # at the same speed (2,000,000 x 1 KiB, two runs each, load 8-13)
     "spark.driver.memory": "768m",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-    # One Spark task per Kafka partition: the writer fences zombies per source partition.
+    # One Spark task per partition group: a speculative copy would be a second writer of its partitions.
     "spark.speculation": "false",
+    # Real-time mode checks that every sink and operator of a query is on Spark's allowlist (Kafka and
+    # foreach sinks); geokafka's sink takes its writes exactly once in that mode too.
+    "spark.sql.streaming.realTimeMode.allowlistCheck": "false",
     # Stopping a query whose source or target died must not wait forever for its thread.
     "spark.sql.streaming.stopTimeout": "15000",
     # Every micro-batch writes two checkpoint files. Spark's default manager goes through Hadoop's

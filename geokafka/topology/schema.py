@@ -245,20 +245,28 @@ class Flow(_Model):
 class Pipeline(_Model):
     """The Spark side: where queries run and how they batch."""
 
-    master: str = Field("local[16]", description=(
-        "Spark master: local[N] (N task threads in this process: a write task mostly waits on round trips to "
-        "both clusters, so more threads than cores), spark://..., k8s://..., yarn"))
+    master: str = Field("local[*]", description=(
+        "Spark master: local[N] (N task threads in this process; local[*]: one per core), spark://..., k8s://..., "
+        "yarn"))
     state_dir: Path = Field(Path(".geokafka/state"), description="local clusters' data, logs and run state")
-    trigger_ms: int = Field(200, ge=0, le=600_000, description="micro-batch interval (0 = as fast as possible)")
-    max_records_per_batch: int = Field(100_000, ge=1, description="maxOffsetsPerTrigger per query (bounds batch time)")
-    write_tasks: int = Field(0, ge=0, le=10_000, description=(
-        "Spark tasks that write one batch: 0 = one per core of the Spark application, the source "
-        "partitions coalesced into them; N = at most N (N >= partitions: one task per partition)"))
+    mode: Literal["real-time", "micro-batch"] = Field("real-time", description=(
+        "real-time: each partition group's task runs for a whole batch (realtime_batch_s), reading records as they "
+        "come and committing every commit_interval_ms (Spark's real-time mode); micro-batch: a batch every "
+        "trigger_ms, its records planned up front (the fallback; needs no task slot per group)"))
+    groups: int = Field(0, ge=0, le=4096, description=(
+        "partition groups per flow: one Spark task, one consumer and one transactional producer each, over many "
+        "source partitions; 0 = the master's task slots shared by the mirror's flows (at least 1 each)"))
+    realtime_batch_s: float = Field(300.0, ge=5, le=86_400, description=(
+        "real-time mode: how long one batch of long-running tasks lasts before Spark checkpoints and starts the "
+        "next (records arriving in between wait a few hundred ms)"))
+    trigger_ms: int = Field(200, ge=0, le=600_000, description="micro-batch mode: batch interval (0 = as fast as possible)")
+    max_records_per_batch: int = Field(100_000, ge=1, description=(
+        "micro-batch mode: maxOffsetsPerTrigger per query (bounds batch time)"))
     commit_interval_ms: int = Field(100, ge=10, le=600_000, description=(
-        "the writer commits each source partition's open transaction (with its progress) this often, "
-        "so read_committed consumers of the target see records within about this long, whatever the batch size; "
-        "while commits are slow (a backlog) the interval stretches so committing takes at most a tenth of the "
-        "writer's time, to at most 2 s"))
+        "each partition group's writer commits its open transaction (its records and the progress of every "
+        "partition that moved) this often, so read_committed consumers of the target see records within about "
+        "this long; while commits are slow (a backlog) the interval stretches so committing takes at most a tenth "
+        "of the writer's time, to at most 2 s"))
     producer_config: ConfigMap = Field(default_factory=dict, description=(
         "Java producer settings of the writer (e.g. compression.type, linger.ms); transactional settings are "
         "geokafka's"))

@@ -242,10 +242,10 @@ class FlakyStore(InMemoryStateStore):
 
     down = False
 
-    def read(self, from_offset: int = 0, timeout_s: float = 60.0):  # type: ignore[no-untyped-def]
+    def read(self, timeout_s: float = 60.0):  # type: ignore[no-untyped-def]
         if self.down:
             raise errors.ClusterUnreachableError("cluster west (127.0.0.1:2) did not answer: reading its state topic")
-        return super().read(from_offset, timeout_s)
+        return super().read(timeout_s)
 
 
 def test_a_target_down_for_long_is_warned_once_by_the_heartbeat_and_its_return_said_once(

@@ -67,7 +67,6 @@ def test_the_latest_value_of_a_key_wins_and_offsets_say_where_it_was_read() -> N
     snap = store.read()
     assert snap.progress("f") == {("t", 0): 20, ("t", 1): 5}
     assert snap.progress_offset("f", "t", 0) == 2 and snap.end_offset == 3
-    assert store.read(from_offset=2).progress("f") == {("t", 0): 20}
 
 
 def test_set_role_records_the_role_and_shows_it_as_the_flow_state() -> None:

@@ -75,7 +75,8 @@ def test_defaults() -> None:
     assert topology.clusters["a"].security.protocol == "PLAINTEXT"
     assert topology.clusters["a"].local is None
     assert topology.pipeline.state_dir == Path(".geokafka/state")
-    assert topology.pipeline.write_tasks == 0  # one per core
+    assert topology.pipeline.groups == 0  # the master's task slots, shared by the mirror's flows
+    assert (topology.pipeline.master, topology.pipeline.mode) == ("local[*]", "real-time")
     assert topology.stretch is None
 
 

@@ -2,112 +2,207 @@ package io.geokafka.spark;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The source's consumers, one per source partition, kept between micro-batches in the JVM that runs the
- * tasks: a consumer that ends a batch at offset N starts the next one there with its fetches already in
- * flight (and the records it read past N kept), so a partition's reads stay a stream rather than a
- * seek, a fetch and a wait per batch. Consumers belong to one stream (one run of a query): a restarted
- * query, which may follow a re-created topic of the same name, never sees records read by the last one.
- * Consumers idle for {@link #IDLE_MS} are closed, and a stream's when it stops (in its driver's JVM).
+ * The source's consumers, one per partition group of a stream (one run of a query), kept between batches
+ * in the JVM that runs the tasks: a consumer whose reader stopped at offset N of a partition starts the
+ * next batch there with its fetches in flight and the records it read past N kept, so the group's reads
+ * stay a stream rather than a seek, a fetch and a wait per batch. A restarted query, which may follow a
+ * re-created topic of the same name, never sees records read by the last one. Like Spark's
+ * {@code InternalKafkaConsumerPool}: at most {@link #CAPACITY} idle consumers (the longest idle closed
+ * first), each closed after {@link #IDLE_MS} idle by an evictor thread, a stream's closed when it stops,
+ * every one closed by a shutdown hook.
  */
 final class ConsumerPool {
+    private static final Logger LOG = LoggerFactory.getLogger(ConsumerPool.class);
     static final long IDLE_MS = 120_000;
+    static final int CAPACITY = 64;
 
-    /** A pooled consumer of one partition, and where its reader stopped. */
-    static final class Lease {
-        final String stream;
+    /** Where a group's reader stopped in one source partition, and what it read past that. */
+    static final class Cursor {
         final TopicPartition tp;
-        final KafkaConsumer<byte[], byte[]> consumer;
-        /** Records read past the last range's end, in order, from {@link #kept}'s index {@link #keptAt}. */
-        List<ConsumerRecord<byte[], byte[]>> kept = List.of();
-        int keptAt;
-        /** The offset the next range must start at to continue without a seek (-1: seek). */
+        final org.apache.spark.unsafe.types.UTF8String topic;
+        /** Records read and not handed out yet, from {@link #at} on, in offset order. */
+        List<ConsumerRecord<byte[], byte[]>> records = List.of();
+        int at;
+        /** The offset the next batch must start at to continue without a seek (-1: seek). */
         long next = -1;
-        long idleSince;
+        /** This batch's end (exclusive); {@link GroupRange#OPEN} in real-time mode. */
+        long until;
+        boolean done;
 
-        Lease(String stream, TopicPartition tp, KafkaConsumer<byte[], byte[]> consumer) {
-            this.stream = stream;
+        Cursor(TopicPartition tp) {
             this.tp = tp;
-            this.consumer = consumer;
+            this.topic = org.apache.spark.unsafe.types.UTF8String.fromString(tp.topic());
+        }
+
+        boolean pending() {
+            return at < records.size();
+        }
+
+        void drop() {
+            records = List.of();
+            at = 0;
         }
     }
 
-    private record Key(String stream, TopicPartition tp) {}
+    /** A pooled consumer of one group and its cursors. */
+    static final class Lease {
+        final Key key;
+        final KafkaConsumer<byte[], byte[]> consumer;
+        final Map<TopicPartition, Cursor> cursors = new LinkedHashMap<>();
+        long idleSince;
 
-    /** At most one idle consumer per stream and partition: a query reads a partition in one task at a time. */
-    private static final Map<Key, Lease> IDLE = new java.util.HashMap<>();
-    private static final java.util.concurrent.atomic.AtomicLong OPENED = new java.util.concurrent.atomic.AtomicLong();
+        Lease(Key key, KafkaConsumer<byte[], byte[]> consumer, List<TopicPartition> partitions) {
+            this.key = key;
+            this.consumer = consumer;
+            partitions.forEach(tp -> cursors.put(tp, new Cursor(tp)));
+        }
+    }
+
+    record Key(String stream, int group) {}
+
+    private static final Map<Key, Lease> IDLE = new LinkedHashMap<>();  // access order: insertion = idle since
+    private static final AtomicLong OPENED = new AtomicLong();
+    private static final java.util.concurrent.ScheduledExecutorService EVICTOR =
+            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread t = new Thread(r, "geokafka-consumer-evictor");
+                t.setDaemon(true);
+                return t;
+            });
+
+    static {
+        EVICTOR.scheduleWithFixedDelay(ConsumerPool::evictIdle, IDLE_MS / 4, IDLE_MS / 4, java.util.concurrent.TimeUnit.MILLISECONDS);
+        Runtime.getRuntime().addShutdownHook(new Thread(ConsumerPool::closeAll, "geokafka-consumer-pool-shutdown"));
+    }
 
     private ConsumerPool() {}
 
-    /** A consumer of {@code tp} for stream {@code stream}, positioned to read from {@code from}. */
-    static Lease borrow(String stream, Map<String, String> config, TopicPartition tp, long from) {
+    /**
+     * The consumer of group {@code group} of {@code stream}, assigned every partition of the group, with each
+     * partition of {@code ranges} positioned at its range's start (kept records and fetches kept where it
+     * already is there) and resumed, and every other partition of the group paused for this batch.
+     */
+    static Lease borrow(String stream, int group, Map<String, String> config, List<TopicPartition> partitions,
+                        Map<TopicPartition, long[]> ranges) {
+        Key key = new Key(stream, group);
         Lease lease;
-        List<Lease> expired = new ArrayList<>();
         synchronized (IDLE) {
-            long now = System.currentTimeMillis();
-            IDLE.values().removeIf(idle -> now - idle.idleSince > IDLE_MS && expired.add(idle));
-            lease = IDLE.remove(new Key(stream, tp));
+            lease = IDLE.remove(key);
         }
-        expired.forEach(ConsumerPool::close);
         if (lease == null) {
-            lease = new Lease(stream, tp, open(config, tp));
+            lease = new Lease(key, open(config, partitions, group), partitions);
         }
-        if (lease.next != from) {
-            lease.kept = List.of();
-            lease.keptAt = 0;
-            lease.consumer.seek(tp, from);
+        List<TopicPartition> reading = new ArrayList<>();
+        Set<TopicPartition> paused = new HashSet<>(partitions);
+        for (Map.Entry<TopicPartition, long[]> e : ranges.entrySet()) {
+            Cursor cursor = lease.cursors.get(e.getKey());
+            if (cursor == null) {
+                throw new IllegalStateException("geokafka source: " + e.getKey() + " is not in group " + group);
+            }
+            long from = e.getValue()[0];
+            if (cursor.next != from) {
+                cursor.drop();
+                lease.consumer.seek(e.getKey(), from);
+                cursor.next = from;
+            }
+            cursor.until = e.getValue()[1];
+            cursor.done = false;
+            reading.add(e.getKey());
+            paused.remove(e.getKey());
         }
+        for (TopicPartition tp : paused) {
+            lease.cursors.get(tp).done = true;
+        }
+        lease.consumer.pause(paused);
+        lease.consumer.resume(reading);
         return lease;
     }
 
     /** Give a healthy consumer back for the next batch. */
     static void giveBack(Lease lease) {
         lease.idleSince = System.currentTimeMillis();
-        Lease displaced;
+        List<Lease> closing = new ArrayList<>();
         synchronized (IDLE) {
-            displaced = IDLE.put(new Key(lease.stream, lease.tp), lease);
+            Lease displaced = IDLE.put(lease.key, lease);
+            if (displaced != null && displaced != lease) {
+                closing.add(displaced);
+            }
+            while (IDLE.size() > CAPACITY) {
+                Map.Entry<Key, Lease> oldest = IDLE.entrySet().iterator().next();
+                IDLE.remove(oldest.getKey());
+                closing.add(oldest.getValue());
+            }
         }
-        if (displaced != null) {
-            close(displaced);
-        }
+        closing.forEach(ConsumerPool::close);
     }
 
     /** Close the idle consumers of one stream (its query stopped). */
-    static void closeIdle(String stream) {
-        List<Lease> closing = new ArrayList<>();
-        synchronized (IDLE) {
-            IDLE.values().removeIf(idle -> idle.stream.equals(stream) && closing.add(idle));
-        }
-        closing.forEach(ConsumerPool::close);
+    static void closeStream(String stream) {
+        closeWhere(lease -> lease.key.stream().equals(stream));
     }
 
     static void close(Lease lease) {
         try {
             lease.consumer.close(Duration.ZERO);
         } catch (RuntimeException e) {
-            // an interrupted task or a dead cluster: the consumer is gone either way
+            LOG.debug("geokafka source: closing the consumer of group {} failed: {}", lease.key.group(), e.toString());
         }
     }
 
-    private static KafkaConsumer<byte[], byte[]> open(Map<String, String> config, TopicPartition tp) {
+    /** Idle consumers now in the pool (for tests and the mirror's resource count). */
+    static int idle() {
+        synchronized (IDLE) {
+            return IDLE.size();
+        }
+    }
+
+    static void evictIdle() {
+        long now = System.currentTimeMillis();
+        closeWhere(lease -> now - lease.idleSince > IDLE_MS);
+    }
+
+    static void closeAll() {
+        closeWhere(lease -> true);
+    }
+
+    private static void closeWhere(java.util.function.Predicate<Lease> which) {
+        List<Lease> closing = new ArrayList<>();
+        synchronized (IDLE) {
+            for (java.util.Iterator<Lease> it = IDLE.values().iterator(); it.hasNext();) {
+                Lease lease = it.next();
+                if (which.test(lease)) {
+                    it.remove();
+                    closing.add(lease);
+                }
+            }
+        }
+        closing.forEach(ConsumerPool::close);
+    }
+
+    private static KafkaConsumer<byte[], byte[]> open(Map<String, String> config, List<TopicPartition> partitions, int group) {
         Properties props = new Properties();
         props.putAll(config);
         props.put("enable.auto.commit", "false");
         props.put("auto.offset.reset", "none");  // a position no longer on the source is a gap, reported
         props.putIfAbsent("isolation.level", "read_committed");
-        props.putIfAbsent("client.id", "geokafka-source-" + tp + "-" + OPENED.incrementAndGet());
+        props.putIfAbsent("client.id", "geokafka-source-g" + group + "-" + OPENED.incrementAndGet());
         KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer());
-        consumer.assign(List.of(tp));
+        consumer.assign(partitions);
         return consumer;
     }
 }

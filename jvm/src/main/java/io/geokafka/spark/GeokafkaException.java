@@ -2,7 +2,8 @@ package io.geokafka.spark;
 
 /**
  * A failure of geokafka's source or sink, typed so the Python driver never reads message text: {@link #kind()}
- * names the geokafka error class it stands for, {@link #kafkaCode()} the Kafka error code (-1: none).
+ * names the geokafka error class it stands for (the kinds are the contract's {@code failure.kinds}),
+ * {@link #kafkaCode()} the Kafka error code (-1: none), {@link #retriable()} whether a restart can help.
  */
 public final class GeokafkaException extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -18,7 +19,9 @@ public final class GeokafkaException extends RuntimeException {
         /** Source records gone before they were replicated, read by geokafka's source (DataLossError). */
         DATA_LOSS,
         /** Any other Kafka failure (KafkaOperationError; retriable or not, see {@link #retriable()}). */
-        KAFKA
+        KAFKA,
+        /** The JVM itself failed (out of memory, ...): nothing in it can be trusted; never retried in place. */
+        JVM_FATAL
     }
 
     private final Kind kind;

@@ -10,8 +10,8 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * {@code writeStream.format("geokafka")}: geokafka's exactly-once Kafka writer as a Spark DataSource V2
- * streaming sink. Per source partition, records and their progress record are committed in one Kafka
- * transaction on the target under a fixed transactional id (see the README, "How replication works").
+ * streaming sink. Per partition group, records and the progress records of the partitions they move are
+ * committed in one Kafka transaction on the target under the group's transactional id (docs: how exactly-once works).
  */
 public final class GeokafkaSinkProvider implements TableProvider, DataSourceRegister {
     @Override

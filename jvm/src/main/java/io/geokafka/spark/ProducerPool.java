@@ -1,18 +1,33 @@
 package io.geokafka.spark;
 
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Transactional producers kept in this JVM between tasks, one per transactional id, with the next
- * source offset they last committed. A task may reuse one only while it is still the owner (its
- * committed next is what the driver expects); anything else starts a new producer, whose
- * {@code initTransactions} fences every older writer of the id.
+ * Transactional producers kept in this JVM between tasks, one per transactional id (one per partition group
+ * of a flow's generation), with the next source offset of each partition they last committed. A task may
+ * reuse one only while it is still the owner (every position it committed is what the driver expects);
+ * anything else starts a new producer, whose {@code initTransactions} fences every older writer of the id.
+ * Like Spark's {@code InternalKafkaProducerPool}: at most {@link #CAPACITY} idle producers (the longest idle
+ * closed first), each closed after {@link #IDLE_MS} idle by an evictor thread, a query's closed when it
+ * stops, every one closed by a shutdown hook.
  */
 final class ProducerPool {
+    private static final Logger LOG = LoggerFactory.getLogger(ProducerPool.class);
+    static final long IDLE_MS = 120_000;
+    static final int CAPACITY = 64;
     /** What geokafka sets; the flow's producer settings override all but the transactional ones. */
     static final String DEFAULT_COMPRESSION = "none";
     static final Properties DEFAULTS = new Properties();
@@ -20,82 +35,118 @@ final class ProducerPool {
     static {
         DEFAULTS.put("acks", "all");
         DEFAULTS.put("enable.idempotence", "true");
-        // every commit flushes, so records wait for the commit, never for the linger; the linger only
-        // batches a partition's records between commits: one producer per partition sends a request
-        // per partition, and at 5 ms the senders cost 1.6-1.8x the CPU of 100 ms (measured 2026-11-26)
-        DEFAULTS.put("linger.ms", "100");
+        // every commit flushes, so a record waits for its commit, never for the linger; the linger only
+        // batches records between commits
+        DEFAULTS.put("linger.ms", "5");
         DEFAULTS.put("batch.size", "524288");
-        // one producer per source partition, all in the heap of the JVM that runs the tasks (the
-        // driver's on a local master): 16 MB is ~0.3 s of a single partition at this machine's
-        // full speed (~57 MB/s), a commit flushes it every 100 ms, and a full one makes send() wait
-        DEFAULTS.put("buffer.memory", "16777216");
+        // one producer per partition group: 64 MB is ~1 s of this machine's full speed, and a commit flushes
+        // it every 100 ms (or up to 2 s on a backlog); a full buffer makes send() wait
+        DEFAULTS.put("buffer.memory", "67108864");
         DEFAULTS.put("max.request.size", "1000000000");  // the target topic's max.message.bytes decides
         DEFAULTS.put("transaction.timeout.ms", "30000");
         DEFAULTS.put("delivery.timeout.ms", "120000");
         DEFAULTS.put("compression.type", DEFAULT_COMPRESSION);
         // Client metrics pushed to brokers (KIP-714). kafka-clients 3.9.1 (Spark's connector's) formats
         // a trace message in every loop of every sender thread while trace logging is off (an inverted
-        // check, fixed in 4.x): with one producer per partition it took 0.75 s of a mirror's ~35 CPU s per
-        // 1,000,000 x 1 KiB (async-profiler, 2026-11-26); off, 0.13 s. The source's consumers turn it
-        // off as well (pipeline/query.py); a flow's producer_config can turn it back on.
+        // check, fixed in 4.x). The source's consumers turn it off as well (pipeline/query.py); a flow's
+        // producer_config can turn it back on.
         DEFAULTS.put("enable.metrics.push", "false");
     }
 
-    record Session(KafkaProducer<byte[], byte[]> producer, long committedNext) {}
+    /** A pooled producer: the query whose task released it and the positions it committed. */
+    record Session(KafkaProducer<byte[], byte[]> producer, String queryKey, Map<String, Long> committed, long idleSince) {}
 
-    private static final ConcurrentHashMap<String, Session> SESSIONS = new ConcurrentHashMap<>();
+    private static final Map<String, Session> SESSIONS = new LinkedHashMap<>();  // insertion order = idle since
+    private static final ScheduledExecutorService EVICTOR = Executors.newSingleThreadScheduledExecutor(r -> {
+        Thread t = new Thread(r, "geokafka-producer-evictor");
+        t.setDaemon(true);
+        return t;
+    });
+
+    static {
+        EVICTOR.scheduleWithFixedDelay(ProducerPool::evictIdle, IDLE_MS / 4, IDLE_MS / 4, TimeUnit.MILLISECONDS);
+        Runtime.getRuntime().addShutdownHook(new Thread(ProducerPool::closeAll, "geokafka-producer-pool-shutdown"));
+    }
 
     private ProducerPool() {}
 
-    /** The cached session of ``txnId`` if its committed next is ``expectedNext``; removed from the pool either way. */
-    static Session take(String txnId, long expectedNext) {
-        Session cached = SESSIONS.remove(txnId);
+    /** The pooled session of ``txnId`` if every position it committed is what ``options`` expects; removed
+     * from the pool either way. */
+    static Session take(String txnId, SinkOptions options) {
+        Session cached;
+        synchronized (SESSIONS) {
+            cached = SESSIONS.remove(txnId);
+        }
         if (cached == null) {
             return null;
         }
-        if (cached.committedNext() == expectedNext) {
-            return cached;
+        if (!stillOwner(cached.committed(), options.expected)) {
+            closeQuietly(cached.producer());
+            return null;
         }
-        closeQuietly(cached.producer());
-        return null;
+        return cached;
     }
 
-    /** Keep a producer that just committed up to ``committedNext``. */
-    static void give(String txnId, KafkaProducer<byte[], byte[]> producer, long committedNext) {
-        Session old = SESSIONS.put(txnId, new Session(producer, committedNext));
-        if (old != null && old.producer() != producer) {
-            closeQuietly(old.producer());
+    /** True when every position a pooled producer committed is what the driver expects: nobody else
+     * committed for its partitions since (a retried task elsewhere, a restart). */
+    static boolean stillOwner(Map<String, Long> committed, Map<String, long[]> expected) {
+        for (Map.Entry<String, Long> e : committed.entrySet()) {
+            long[] driver = expected.get(e.getKey());
+            if (driver == null || driver[0] != e.getValue()) {
+                return false;
+            }
         }
+        return true;
     }
 
-    /**
-     * Open the producers of every expected partition that has none in the pool, side by side, and
-     * pool them at their expected offsets: a task would otherwise open each on its partition's
-     * first row, one after another (an {@code initTransactions} round trip each). A producer that
-     * fails to open is left to the task, which reports the failure in its own words.
-     */
+    /** Keep a producer that just committed ``committed`` (partition -> next). */
+    static void give(String txnId, String queryKey, KafkaProducer<byte[], byte[]> producer, Map<String, Long> committed) {
+        List<KafkaProducer<byte[], byte[]>> closing = new ArrayList<>();
+        synchronized (SESSIONS) {
+            Session old = SESSIONS.remove(txnId);
+            if (old != null && old.producer() != producer) {
+                closing.add(old.producer());
+            }
+            SESSIONS.put(txnId, new Session(producer, queryKey, Map.copyOf(committed), System.currentTimeMillis()));
+            while (SESSIONS.size() > CAPACITY) {
+                String oldest = SESSIONS.keySet().iterator().next();
+                closing.add(SESSIONS.remove(oldest).producer());
+            }
+        }
+        closing.forEach(ProducerPool::closeQuietly);
+    }
+
+    /** Open the producers of every group of ``options`` that has none in the pool, side by side, and pool them
+     * at their expected positions: a task would otherwise open its group's on its first row. A producer that
+     * fails to open is left to the task, which reports the failure in its own words. */
     static void warm(SinkOptions options) {
-        java.util.List<java.util.concurrent.CompletableFuture<Void>> opening = new java.util.ArrayList<>();
-        java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(
-                Math.max(1, Math.min(16, options.expected.size())));
+        ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(8, options.groupCount)));
         try {
-            for (Map.Entry<String, long[]> e : options.expected.entrySet()) {
-                String key = e.getKey();
-                int slash = key.lastIndexOf('/');
-                String txnId = options.transactionalId(key.substring(0, slash), Integer.parseInt(key.substring(slash + 1)));
-                long next = e.getValue()[0];
-                if (SESSIONS.containsKey(txnId)) {
-                    continue;
+            List<CompletableFuture<Void>> opening = new ArrayList<>();
+            for (int g = 0; g < options.groupCount; g++) {
+                String txnId = options.transactionalId(g);
+                synchronized (SESSIONS) {
+                    if (SESSIONS.containsKey(txnId)) {
+                        continue;
+                    }
                 }
-                opening.add(java.util.concurrent.CompletableFuture.runAsync(() -> {
+                Map<String, Long> committed = new LinkedHashMap<>();
+                int group = g;
+                options.groupOf.forEach((key, owner) -> {
+                    long[] expected = options.expected.get(key);
+                    if (owner == group && expected != null && expected[0] >= 0) {
+                        committed.put(key, expected[0]);
+                    }
+                });
+                opening.add(CompletableFuture.runAsync(() -> {
                     try {
-                        give(txnId, open(options, txnId), next);
-                    } catch (RuntimeException ignored) {
-                        // the task opens it again and fails with the reason
+                        give(txnId, options.queryKey, open(options, txnId), committed);
+                    } catch (RuntimeException e) {
+                        LOG.debug("geokafka sink: warming {} failed, the task opens it: {}", txnId, e.toString());
                     }
                 }, pool));
             }
-            java.util.concurrent.CompletableFuture.allOf(opening.toArray(new java.util.concurrent.CompletableFuture[0])).join();
+            CompletableFuture.allOf(opening.toArray(new CompletableFuture[0])).join();
         } finally {
             pool.shutdown();
         }
@@ -121,11 +172,46 @@ final class ProducerPool {
         return producer;
     }
 
+    /** Close the pooled producers a query's tasks released (the query stopped). */
+    static void closeQuery(String queryKey) {
+        closeWhere(session -> session.queryKey().equals(queryKey));
+    }
+
+    /** Producers now pooled (for tests and the mirror's resource count). */
+    static int pooled() {
+        synchronized (SESSIONS) {
+            return SESSIONS.size();
+        }
+    }
+
+    static void evictIdle() {
+        long now = System.currentTimeMillis();
+        closeWhere(session -> now - session.idleSince() > IDLE_MS);
+    }
+
+    static void closeAll() {
+        closeWhere(session -> true);
+    }
+
+    private static void closeWhere(java.util.function.Predicate<Session> which) {
+        List<KafkaProducer<byte[], byte[]>> closing = new ArrayList<>();
+        synchronized (SESSIONS) {
+            for (java.util.Iterator<Session> it = SESSIONS.values().iterator(); it.hasNext();) {
+                Session session = it.next();
+                if (which.test(session)) {
+                    it.remove();
+                    closing.add(session.producer());
+                }
+            }
+        }
+        closing.forEach(ProducerPool::closeQuietly);
+    }
+
     static void closeQuietly(KafkaProducer<byte[], byte[]> producer) {
         try {
             producer.close(java.time.Duration.ZERO);
-        } catch (RuntimeException ignored) {
-            // a fenced or broken producer: nothing more to do with it
+        } catch (RuntimeException e) {
+            LOG.debug("geokafka sink: closing a producer failed: {}", e.toString());  // fenced or broken: nothing more to do
         }
     }
 }

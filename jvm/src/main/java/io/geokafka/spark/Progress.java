@@ -1,5 +1,8 @@
 package io.geokafka.spark;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
@@ -13,34 +16,51 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The progress record of one source partition in the target's state topic: committed in the same
- * transaction as the records it covers, so committed data and resume position always agree.
+ * The progress record of one source partition in the target's state topic (key and fields from the
+ * contract): committed in the same transaction as the records it covers, so committed data and resume
+ * position always agree.
  */
 final class Progress {
-    static final String STATE_TOPIC = "__geokafka_state";
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String NEXT = Contract.field("progress", "next");
+    private static final String LAST_TIMESTAMP = Contract.field("progress", "last_timestamp");
 
     private Progress() {}
 
     static byte[] key(String flow, String topic, int partition) {
-        return ("progress/" + flow + "/" + topic + "/" + partition).getBytes(StandardCharsets.UTF_8);
+        return Contract.progressKey(flow, topic, partition).getBytes(StandardCharsets.UTF_8);
     }
 
     static byte[] value(long next, long lastTimestamp) {
-        return ("{\"next\": " + next + ", \"last_timestamp\": " + lastTimestamp + "}").getBytes(StandardCharsets.UTF_8);
+        return ("{\"" + NEXT + "\": " + next + ", \"" + LAST_TIMESTAMP + "\": " + lastTimestamp + "}")
+                .getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** The ``next`` of a progress value. */
+    static long parseNext(byte[] value) {
+        try {
+            JsonNode node = JSON.readTree(value);
+            return node.get(NEXT).asLong();
+        } catch (IOException | NullPointerException e) {
+            throw new IllegalStateException("not a progress value: " + new String(value, StandardCharsets.UTF_8), e);
+        }
     }
 
     /**
-     * The latest committed ``next`` of ``key`` at or after state offset ``fromOffset`` (-1 if none):
-     * what a retried task reads back, since an earlier attempt may have committed before it died.
+     * The latest committed ``next`` of each of ``keys`` ("topic/partition" -> progress key) at or after state
+     * offset ``fromOffset`` (absent: none): what a retried task reads back, since an earlier attempt may
+     * have committed before it died.
      */
-    static long committedNext(Map<String, String> targetConfig, byte[] key, long fromOffset) {
+    static Map<String, Long> committedNext(Map<String, String> targetConfig, Map<String, byte[]> keys, long fromOffset) {
+        Map<String, String> byKey = new HashMap<>();
+        keys.forEach((partition, key) -> byKey.put(new String(key, StandardCharsets.UTF_8), partition));
         Properties props = new Properties();
         props.putAll(targetConfig);
         props.put("isolation.level", "read_committed");
         props.put("enable.auto.commit", "false");
         props.remove("transactional.id");
-        TopicPartition tp = new TopicPartition(STATE_TOPIC, 0);
-        long latest = -1;
+        TopicPartition tp = new TopicPartition(Contract.STATE_TOPIC, 0);
+        Map<String, Long> latest = new HashMap<>();
         try (KafkaConsumer<byte[], byte[]> consumer =
                      new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             consumer.assign(Collections.singletonList(tp));
@@ -50,46 +70,17 @@ final class Progress {
             while (consumer.position(tp, Duration.ofSeconds(30)) < end) {
                 if (System.nanoTime() > deadline) {
                     throw new GeokafkaException(GeokafkaException.Kind.KAFKA, 7, true,
-                            "reading " + STATE_TOPIC + " to its end timed out", null);
+                            "reading " + Contract.STATE_TOPIC + " to its end timed out", null);
                 }
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(500));
                 for (ConsumerRecord<byte[], byte[]> r : records) {
-                    if (r.value() != null && java.util.Arrays.equals(r.key(), key)) {
-                        latest = parseNext(r.value());
+                    String partition = r.key() == null ? null : byKey.get(new String(r.key(), StandardCharsets.UTF_8));
+                    if (partition != null && r.value() != null) {
+                        latest.put(partition, parseNext(r.value()));
                     }
                 }
             }
         }
         return latest;
-    }
-
-    static long parseNext(byte[] value) {
-        String text = new String(value, StandardCharsets.UTF_8);
-        int at = text.indexOf("\"next\"");
-        int colon = text.indexOf(':', at);
-        int i = colon + 1;
-        while (i < text.length() && text.charAt(i) == ' ') {
-            i++;
-        }
-        int j = i;
-        while (j < text.length() && (Character.isDigit(text.charAt(j)) || text.charAt(j) == '-')) {
-            j++;
-        }
-        return Long.parseLong(text.substring(i, j));
-    }
-
-    static Map<String, Object> summary(String topic, int partition, long next, long stateOffset, long[] stats) {
-        Map<String, Object> out = new HashMap<>();
-        out.put("topic", topic);
-        out.put("partition", partition);
-        out.put("next_offset", next);
-        out.put("state_offset", stateOffset);
-        out.put("written", stats[0]);
-        out.put("duplicates_skipped", stats[1]);
-        out.put("cycle_skipped", stats[2]);
-        out.put("filtered", stats[3]);
-        out.put("bytes", stats[4]);
-        out.put("last_timestamp", stats[5]);
-        return out;
     }
 }

@@ -8,22 +8,25 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.util.ArrayData;
 
 /**
- * The headers a replicated record gets: the user's, {@code gk.origin} (the cluster it was first
- * produced in, kept from an earlier hop) and {@code gk.src} (its coordinates on this hop's source,
- * replaced at every hop). A record whose origin is the target started there and must not go back.
+ * The headers a replicated record gets (names from the contract): the user's, the origin header (the cluster
+ * it was first produced in, kept from an earlier hop) and the source header (its coordinates on this hop's
+ * source, replaced at every hop). A record whose origin is the target started there and must not go back.
  */
 final class Provenance {
-    static final String ORIGIN = "gk.origin";
-    static final String SOURCE = "gk.src";
+    static final String ORIGIN = Contract.ORIGIN_HEADER;
+    static final String SOURCE = Contract.SOURCE_HEADER;
 
     private final byte[] sourceCluster;
     private final byte[] targetCluster;
     private final String srcPrefix;
+    private final String srcSuffix;
 
     Provenance(String sourceCluster, String targetCluster, String topic, int partition) {
         this.sourceCluster = sourceCluster.getBytes(StandardCharsets.UTF_8);
         this.targetCluster = targetCluster.getBytes(StandardCharsets.UTF_8);
-        this.srcPrefix = sourceCluster + "/" + topic + "/" + partition + "/";
+        String[] parts = Contract.sourceHeaderParts(sourceCluster, topic, partition);
+        this.srcPrefix = parts[0];
+        this.srcSuffix = parts[1];
     }
 
     /** The record's headers on the target, or null when it must not be sent there (a cycle). */
@@ -48,7 +51,7 @@ final class Provenance {
         } else if (Arrays.equals(origin, targetCluster)) {
             return null;
         }
-        out.add(new RecordHeader(SOURCE, (srcPrefix + offset).getBytes(StandardCharsets.UTF_8)));
+        out.add(new RecordHeader(SOURCE, (srcPrefix + offset + srcSuffix).getBytes(StandardCharsets.UTF_8)));
         return out;
     }
 }

@@ -6,9 +6,10 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-/** What the sink needs, parsed once on the driver from the query's options and shipped to tasks. */
+/** What the sink needs, parsed once on the driver from the query's options (named in the contract) and
+ * shipped to tasks. */
 public final class SinkOptions implements Serializable {
-    private static final long serialVersionUID = 1L;
+    private static final long serialVersionUID = 2L;
 
     final String flow;
     final String sourceCluster;
@@ -20,30 +21,50 @@ public final class SinkOptions implements Serializable {
     final Map<String, String> producerConfig;
     /** Source topic -> target topic. */
     final Map<String, String> topicMap;
+    /** "topic/partition" -> its partition group (one transactional writer per group). */
+    final Map<String, Integer> groupOf;
+    /** How many groups the flow's partitions are split into. */
+    final int groupCount;
+    /** The generation of the flow's assignment: part of every transactional id, so a regrouped flow writes
+     * under new ids (the driver fenced the previous generation's before the query started). */
+    final long generation;
     /** "topic/partition" -> [next source offset known to the driver, state offset to rescan from]. */
     final Map<String, long[]> expected;
     final long commitIntervalMs;
     /** Target topic -> its max.message.bytes: a larger record is refused before it is sent. */
     final Map<String, Long> maxMessageBytes;
-    /** Open every partition's producer on the driver before the first epoch (local masters: the
-     * driver's JVM is the executor's, so the tasks find them in the pool). */
+    /** Open every group's producer on the driver before the first batch (local masters: the driver's JVM
+     * is the executor's, so the tasks find them in the pool). */
     final boolean warmProducers;
 
     private SinkOptions(Map<String, String> options) {
         OptionReader in = new OptionReader("geokafka sink", options);
-        flow = in.required("flow");
-        sourceCluster = in.required("source_cluster");
-        targetCluster = in.required("target_cluster");
-        queryKey = in.get("query_key", flow);
-        targetConfig = in.json("target_config", null, OptionReader.STRINGS);
-        producerConfig = in.json("producer_config", "{}", OptionReader.STRINGS);
-        topicMap = in.json("topic_map", null, OptionReader.STRINGS);
+        flow = in.required(name("flow"));
+        sourceCluster = in.required(name("source_cluster"));
+        targetCluster = in.required(name("target_cluster"));
+        queryKey = in.get(name("query_key"), flow);
+        targetConfig = in.json(name("target_config"), null, OptionReader.STRINGS);
+        producerConfig = in.json(name("producer_config"), "{}", OptionReader.STRINGS);
+        topicMap = in.json(name("topic_map"), null, OptionReader.STRINGS);
+        List<Map<String, List<Integer>>> groups = in.json(name("groups"), null,
+                new TypeReference<List<Map<String, List<Integer>>>>() {});
+        groupOf = new HashMap<>();
+        for (int g = 0; g < groups.size(); g++) {
+            int group = g;
+            groups.get(g).forEach((topic, parts) -> parts.forEach(p -> groupOf.put(topic + "/" + p, group)));
+        }
+        groupCount = groups.size();
+        generation = in.getLong(name("generation"), 0);
         expected = new HashMap<>();
-        in.json("expected", "{}", new TypeReference<Map<String, List<Long>>>() {})
+        in.json(name("expected"), "{}", new TypeReference<Map<String, List<Long>>>() {})
                 .forEach((key, nextAndHint) -> expected.put(key, new long[] {nextAndHint.get(0), nextAndHint.get(1)}));
-        commitIntervalMs = in.getLong("commit_interval_ms", 100);
-        maxMessageBytes = in.json("max_message_bytes", "{}", new TypeReference<Map<String, Long>>() {});
-        warmProducers = Boolean.parseBoolean(in.get("warm_producers", "false"));
+        commitIntervalMs = in.getLong(name("commit_interval_ms"), 100);
+        maxMessageBytes = in.json(name("max_message_bytes"), "{}", new TypeReference<Map<String, Long>>() {});
+        warmProducers = Boolean.parseBoolean(in.get(name("warm_producers"), "false"));
+    }
+
+    private static String name(String role) {
+        return Contract.text("sink_options", role);
     }
 
     /** Parse the options map Spark hands to the sink (keys are lower-cased by Spark). */
@@ -56,7 +77,7 @@ public final class SinkOptions implements Serializable {
         return parse(OptionReader.object("geokafka sink", json));
     }
 
-    /** A copy with other expectations (the driver's view before an epoch). */
+    /** A copy with other expectations (the driver's view before a batch). */
     SinkOptions withExpected(Map<String, long[]> next) {
         SinkOptions copy = new SinkOptions(this);
         copy.expected.clear();
@@ -72,6 +93,9 @@ public final class SinkOptions implements Serializable {
         targetConfig = other.targetConfig;
         producerConfig = other.producerConfig;
         topicMap = other.topicMap;
+        groupOf = other.groupOf;
+        groupCount = other.groupCount;
+        generation = other.generation;
         expected = new HashMap<>(other.expected);
         commitIntervalMs = other.commitIntervalMs;
         maxMessageBytes = other.maxMessageBytes;
@@ -83,8 +107,23 @@ public final class SinkOptions implements Serializable {
         return "none".equals(producerConfig.getOrDefault("compression.type", ProducerPool.DEFAULT_COMPRESSION));
     }
 
-    /** The fixed transactional id of one source partition of the flow (fencing relies on it). */
-    String transactionalId(String topic, int partition) {
-        return "geokafka-" + flow + "-" + topic + "-" + partition;
+    /** The partition group of a source partition (a row of a partition no group holds is a planning error). */
+    int groupOf(String topic, int partition) {
+        Integer group = groupOf.get(topic + "/" + partition);
+        if (group == null) {
+            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, -1, false,
+                    "flow " + flow + ": source partition " + topic + "/" + partition + " is in no partition group", null);
+        }
+        return group;
+    }
+
+    /** The transactional id of one group of this generation (fencing relies on it). */
+    String transactionalId(int group) {
+        return Contract.groupTransactionalId(flow, generation, group);
+    }
+
+    /** The expected [next, state hint] of a partition, [-1, 0] when the driver knows none. */
+    long[] expectedOf(String topic, int partition) {
+        return expected.getOrDefault(topic + "/" + partition, new long[] {-1, 0});
     }
 }

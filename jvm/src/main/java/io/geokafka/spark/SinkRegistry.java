@@ -6,73 +6,83 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * What each query's writes did, kept on the driver for the Python runner (read through py4j):
- * {@link #drain} returns the epochs committed since the last call, as JSON.
+ * What each query's writes did, kept on the driver for the Python runner (read through py4j): the driver
+ * {@link #register}s a query before it starts, {@link #drain} returns the commits reported since the last
+ * call, as JSON, and {@link #forget} ends it (and closes its pooled producers). On a local master the tasks
+ * run in the driver's JVM and report every commit at once; elsewhere the driver learns them at the end of
+ * each batch.
  */
 public final class SinkRegistry {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Map<String, List<Map<String, Object>>> PENDING = new ConcurrentHashMap<>();
     private static final Map<String, Map<String, long[]>> EXPECTED = new ConcurrentHashMap<>();
     private static final java.util.Set<String> STARTED = ConcurrentHashMap.newKeySet();
-    private static final Map<String, java.util.concurrent.CompletableFuture<Void>> WARMING = new ConcurrentHashMap<>();
+    private static final Map<String, CompletableFuture<Void>> WARMING = new ConcurrentHashMap<>();
 
     private SinkRegistry() {}
 
-    static void record(String queryKey, long epochId, List<Map<String, Object>> summaries) {
-        Map<String, Object> epoch = new LinkedHashMap<>();
-        epoch.put("epoch", epochId);
-        epoch.put("partitions", summaries);
-        PENDING.computeIfAbsent(queryKey, k -> new ArrayList<>());
-        synchronized (PENDING.get(queryKey)) {
-            PENDING.get(queryKey).add(epoch);
-        }
+    /** A query of this driver is about to start: its commits are collected from now on. */
+    public static void register(String queryKey) {
+        PENDING.putIfAbsent(queryKey, new ArrayList<>());
     }
 
-    /** The epochs of ``queryKey`` committed since the last drain, oldest first, as a JSON list. */
+    /** True when ``queryKey`` was registered in this JVM (a local master's tasks report live). */
+    static boolean registered(String queryKey) {
+        return PENDING.containsKey(queryKey);
+    }
+
+    /** Keep what a batch (or, live, one commit) of ``queryKey`` committed; dropped once the query is forgotten. */
+    static void record(String queryKey, long epochId, List<Map<String, Object>> summaries) {
+        Map<String, Object> epoch = new LinkedHashMap<>();
+        epoch.put(Contract.text("epoch", "epoch"), epochId);
+        epoch.put(Contract.text("epoch", "partitions"), summaries);
+        PENDING.computeIfPresent(queryKey, (key, epochs) -> {
+            epochs.add(epoch);  // under the map's lock for this key: never races forget() or drain()
+            return epochs;
+        });
+    }
+
+    /** The commits of ``queryKey`` reported since the last drain, oldest first, as a JSON list. */
     public static String drain(String queryKey) throws JsonProcessingException {
-        List<Map<String, Object>> epochs = PENDING.get(queryKey);
-        if (epochs == null) {
-            return "[]";
-        }
-        List<Map<String, Object>> out;
-        synchronized (epochs) {
-            out = new ArrayList<>(epochs);
+        List<Map<String, Object>> out = new ArrayList<>();
+        PENDING.computeIfPresent(queryKey, (key, epochs) -> {
+            out.addAll(epochs);
             epochs.clear();
-        }
+            return epochs;
+        });
         return JSON.writeValueAsString(out);
     }
 
     /**
-     * The next offset (and state-topic hint) the driver expects per source partition of
-     * ``queryKey``, shared by every {@link SinkWrite} of the query: Spark builds a new write for
-     * each micro-batch, and an expectation kept in one of them was lost with it (every batch then
-     * opened a new transactional producer per partition instead of reusing the pooled one).
+     * The next offset (and state-topic hint) the driver expects per source partition of ``queryKey``,
+     * shared by every {@link SinkWrite} of the query: Spark builds a new write for each micro-batch, and an
+     * expectation kept in one of them was lost with it.
      */
     static Map<String, long[]> expectations(String queryKey, Map<String, long[]> initial) {
         return EXPECTED.computeIfAbsent(queryKey, k -> new ConcurrentHashMap<>(initial));
     }
 
     /**
-     * Start opening the producers of a query about to start (its sink options as a JSON object), in
-     * the background: on a fresh JVM that takes ~2 s, which then overlaps the query's planning and
-     * code generation instead of following them. The first epoch waits for it ({@link #awaitWarm}).
+     * Start opening the producers of a query about to start (its sink options as a JSON object), in the
+     * background: on a fresh JVM that takes a second or two, which then overlaps the query's planning and
+     * code generation instead of following them. The first batch waits for it ({@link #awaitWarm}).
      */
     public static void warmAhead(String optionsJson) {
         SinkOptions options = SinkOptions.fromJson(optionsJson);
-        WARMING.put(options.queryKey, java.util.concurrent.CompletableFuture.runAsync(() -> ProducerPool.warm(options),
-                r -> {
-                    Thread t = new Thread(r, "geokafka-warm-" + options.flow);
-                    t.setDaemon(true);
-                    t.start();
-                }));
+        WARMING.put(options.queryKey, CompletableFuture.runAsync(() -> ProducerPool.warm(options), r -> {
+            Thread t = new Thread(r, "geokafka-warm-" + options.flow);
+            t.setDaemon(true);
+            t.start();
+        }));
     }
 
     /** Wait for ``queryKey``'s {@link #warmAhead} if one was started (a failed open is the task's to report). */
     static void awaitWarm(String queryKey) {
-        java.util.concurrent.CompletableFuture<Void> warming = WARMING.remove(queryKey);
+        CompletableFuture<Void> warming = WARMING.remove(queryKey);
         if (warming != null) {
             try {
                 warming.join();
@@ -87,32 +97,51 @@ public final class SinkRegistry {
         return STARTED.add(queryKey);
     }
 
-    /** Forget a query (it stopped). */
+    /** Forget a query (it stopped) and close the producers its tasks pooled in this JVM: the next start
+     * fences their ids anyway. */
     public static void forget(String queryKey) {
         PENDING.remove(queryKey);
         EXPECTED.remove(queryKey);
         STARTED.remove(queryKey);
-        WARMING.remove(queryKey);  // not waited for: what it opens is pooled, a later start's expectations decide reuse
+        CompletableFuture<Void> warming = WARMING.remove(queryKey);
+        if (warming != null) {
+            warming.whenComplete((done, error) -> ProducerPool.closeQuery(queryKey));
+        }
+        ProducerPool.closeQuery(queryKey);
     }
 
     /**
-     * The source's or sink's typed failure in ``error``'s cause chain, as {kind, kafka_code, retriable, message},
-     * or null: how the Python driver tells a failure's class without reading its message.
+     * The source's or sink's typed failure in ``error``'s cause chain, as the contract's failure fields
+     * {kind, kafka_code, retriable, message}, or null: how the Python driver tells a failure's class without
+     * reading its message. A JVM error (out of memory, ...) anywhere in the chain comes first: nothing in
+     * that JVM can be trusted any more.
      */
     public static Map<String, Object> typedFailure(Throwable error) {
         for (Throwable t = error; t != null; t = t.getCause()) {
+            if (t instanceof VirtualMachineError vm) {
+                return failure("JVM_FATAL", -1, false, vm.getClass().getName() + ": " + vm.getMessage());
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        for (Throwable t = error; t != null; t = t.getCause()) {
             if (t instanceof GeokafkaException s) {
-                Map<String, Object> out = new LinkedHashMap<>();
-                out.put("kind", s.kind());
-                out.put("kafka_code", s.kafkaCode());
-                out.put("retriable", s.retriable());
-                out.put("message", s.getMessage());
-                return out;
+                return failure(s.kind(), s.kafkaCode(), s.retriable(), s.getMessage());
             }
             if (t.getCause() == t) {
                 break;
             }
         }
         return null;
+    }
+
+    private static Map<String, Object> failure(String kind, int code, boolean retriable, String message) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put(Contract.field("failure", "kind"), kind);
+        out.put(Contract.field("failure", "kafka_code"), code);
+        out.put(Contract.field("failure", "retriable"), retriable);
+        out.put(Contract.field("failure", "message"), message);
+        return out;
     }
 }

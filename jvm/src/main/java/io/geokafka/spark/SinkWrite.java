@@ -11,8 +11,8 @@ import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * The driver side of one query's writes: hands each epoch the next offsets it expects per source
- * partition, and learns the new ones from the epoch's commit messages. Tasks commit their own Kafka
+ * The driver side of one query's writes: hands each batch the next offsets it expects per source
+ * partition, and learns the new ones from the batch's commit messages. Tasks commit their own Kafka
  * transactions; {@link #commit} only records what they did (and tells {@link SinkRegistry}).
  */
 final class SinkWrite implements Write, StreamingWrite {
@@ -38,15 +38,14 @@ final class SinkWrite implements Write, StreamingWrite {
 
     @Override
     public StreamingDataWriterFactory createStreamingWriterFactory(PhysicalWriteInfo info) {
-        SinkOptions epoch;
+        SinkOptions batch;
         synchronized (expected) {
-            epoch = options.withExpected(expected);
+            batch = options.withExpected(expected);
         }
         if (options.warmProducers && SinkRegistry.firstEpoch(options.queryKey)) {
             SinkRegistry.awaitWarm(options.queryKey);
-            ProducerPool.warm(epoch);  // opens what the warm-ahead did not (nothing, normally)
         }
-        return new WriterFactory(epoch, schema);
+        return new WriterFactory(batch, schema);
     }
 
     @Override
@@ -62,20 +61,28 @@ final class SinkWrite implements Write, StreamingWrite {
     }
 
     private void learn(long epochId, WriterCommitMessage[] messages) {
-        List<Map<String, Object>> all = new ArrayList<>();
+        String topic = Contract.text("commit_summary", "topic");
+        String partition = Contract.text("commit_summary", "partition");
+        String nextOffset = Contract.text("commit_summary", "next_offset");
+        String stateOffset = Contract.text("commit_summary", "state_offset");
+        List<Map<String, Object>> news = new ArrayList<>();
         for (WriterCommitMessage message : messages) {
             if (message instanceof CommitMessage m) {
                 for (Map<String, Object> s : m.summaries()) {
-                    String key = s.get("topic") + "/" + s.get("partition");
-                    long next = ((Number) s.get("next_offset")).longValue();
-                    long stateOffset = ((Number) s.get("state_offset")).longValue();
+                    String key = s.get(topic) + "/" + s.get(partition);
+                    long next = ((Number) s.get(nextOffset)).longValue();
+                    long state = ((Number) s.get(stateOffset)).longValue();
                     long[] before = expected.getOrDefault(key, new long[] {-1, 0});
-                    expected.put(key, new long[] {next, stateOffset >= 0 ? stateOffset : before[1]});
-                    all.add(s);
+                    expected.put(key, new long[] {next, state >= 0 ? state : before[1]});
+                }
+                if (!m.reportedLive()) {
+                    news.addAll(m.summaries());
                 }
             }
         }
-        SinkRegistry.record(options.queryKey, epochId, all);
+        if (!news.isEmpty()) {
+            SinkRegistry.record(options.queryKey, epochId, news);
+        }
     }
 
     @Override

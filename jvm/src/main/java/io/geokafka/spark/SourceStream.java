@@ -2,8 +2,10 @@ package io.geokafka.spark;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -15,27 +17,35 @@ import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The driver's side of the source: each micro-batch asks the source cluster once for the end of every
- * assigned partition (the last stable offset under read_committed), caps the batch at
- * maxOffsetsPerTrigger records spread over the partitions by their backlog, and plans one range per
- * partition with records. Offsets are looked up here only; the readers never ask (see {@link SourceReader}).
+ * The driver's side of the source. One input partition (one Spark task, one consumer) per partition
+ * group, never per source partition. In micro-batch mode each batch asks the source cluster once for the
+ * end of every assigned partition (the last stable offset under read_committed, one ListOffsets request
+ * per broker), caps the batch at maxOffsetsPerTrigger records spread over the partitions by their
+ * backlog, and plans each group's ranges. In real-time mode (Spark's {@code SupportsRealTimeMode}) a
+ * group's task reads from the batch's start for as long as the batch lasts and says where it stopped
+ * ({@link #mergeOffsets}).
  */
-final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
+final class SourceStream implements MicroBatchStream, SupportsAdmissionControl, SupportsRealTimeMode {
+    private static final Logger LOG = LoggerFactory.getLogger(SourceStream.class);
     private static final long LOOKUP_TIMEOUT_MS = 30_000;
     private final SourceOptions options;
-    private final List<TopicPartition> partitions = new ArrayList<>();
+    private final List<TopicPartition> partitions;
     /** This run of the query: its readers' consumers are kept for it alone (see {@link ConsumerPool}). */
     private final String stream = java.util.UUID.randomUUID().toString();
     private Admin admin;
 
     SourceStream(SourceOptions options) {
         this.options = options;
-        options.assign.forEach((topic, parts) -> parts.forEach(p -> partitions.add(new TopicPartition(topic, p))));
+        this.partitions = options.partitions();
     }
 
     @Override
@@ -112,17 +122,55 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
 
     @Override
     public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
-        SourceOffset start = (SourceOffset) startOffset;
-        SourceOffset end = (SourceOffset) endOffset;
-        List<InputPartition> ranges = new ArrayList<>();
-        for (TopicPartition tp : partitions) {
-            long from = start.of(tp.topic(), tp.partition());
-            long until = end.of(tp.topic(), tp.partition());
-            if (from >= 0 && until > from) {
-                ranges.add(new SourceRange(tp.topic(), tp.partition(), from, until));
+        return plan((SourceOffset) startOffset, (SourceOffset) endOffset);
+    }
+
+    /** Real-time mode: every group from ``start``, open-ended. */
+    @Override
+    public InputPartition[] planInputPartitions(Offset startOffset) {
+        return plan((SourceOffset) startOffset, null);
+    }
+
+    @Override
+    public void prepareForRealTimeMode() {
+        LOG.info("geokafka source {}: real-time mode, {} groups over {} partitions", options.assign.keySet(),
+                options.groups.size(), partitions.size());
+    }
+
+    /** One range per group that has records to read (every group when ``end`` is null: real-time mode). */
+    static InputPartition[] plan(List<List<TopicPartition>> groups, SourceOffset start, SourceOffset end) {
+        List<InputPartition> out = new ArrayList<>();
+        for (int g = 0; g < groups.size(); g++) {
+            Map<TopicPartition, Long> from = new LinkedHashMap<>();
+            Map<TopicPartition, Long> until = new LinkedHashMap<>();
+            for (TopicPartition tp : groups.get(g)) {
+                long f = start.of(tp.topic(), tp.partition());
+                long u = end == null ? GroupRange.OPEN : end.of(tp.topic(), tp.partition());
+                if (f >= 0 && u > f) {
+                    from.put(tp, f);
+                    until.put(tp, u);
+                }
+            }
+            if (!from.isEmpty()) {
+                out.add(GroupRange.of(g, from, end == null ? null : until));
             }
         }
-        return ranges.toArray(new InputPartition[0]);
+        return out.toArray(new InputPartition[0]);
+    }
+
+    private InputPartition[] plan(SourceOffset start, SourceOffset end) {
+        return plan(options.groups, start, end);
+    }
+
+    /** Real-time mode: the batch's end, from where each group's reader stopped. */
+    @Override
+    public Offset mergeOffsets(PartitionOffset[] offsets) {
+        Map<String, Map<Integer, Long>> merged = new TreeMap<>();
+        for (PartitionOffset offset : offsets) {
+            ((GroupOffset) offset).next().forEach((topic, parts) ->
+                    merged.computeIfAbsent(topic, t -> new TreeMap<>()).putAll(parts));
+        }
+        return new SourceOffset(merged);
     }
 
     @Override
@@ -146,12 +194,12 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl {
             admin.close(java.time.Duration.ofSeconds(5));
             admin = null;
         }
-        ConsumerPool.closeIdle(stream);  // e.g. a failed-over flow's consumers of the old source
+        ConsumerPool.closeStream(stream);  // e.g. a failed-over flow's consumers of the old source
     }
 
     @Override
     public String toString() {
-        return "geokafka-source" + options.assign;
+        return "geokafka-source" + options.assign.keySet();
     }
 
     private Map<TopicPartition, Long> lookup(OffsetSpec spec) {

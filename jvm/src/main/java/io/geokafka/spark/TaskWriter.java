@@ -4,9 +4,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import org.apache.spark.TaskContext;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.write.DataWriter;
@@ -15,21 +12,16 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Writes one task's rows: each source partition through its own {@link PartitionTransaction},
- * committed every {@code commit_interval_ms} (records become visible to read_committed consumers
- * within about that long, whatever the batch size) and at the end of the task. While commits are
- * slow (a backlog: each flushes a lot), the interval stretches to nine times the last commit's
- * duration, at most 2 s, so committing takes at most a tenth of the task's time.
+ * Writes one task's rows: the rows of one partition group (the source reads one group per task), all in
+ * the group's transactions, committed every {@code commit_interval_ms} (records become visible to
+ * read_committed consumers within about that long, whatever the batch size), while the reader waits for
+ * records too ({@link IdleHook}), and at the end of the task. While commits are slow (a backlog: each
+ * flushes a lot), the interval stretches to nine times the last commit's duration, at most 2 s, so
+ * committing takes at most a tenth of the task's time.
  */
 final class TaskWriter implements DataWriter<InternalRow> {
-    /** Commits of several partitions run side by side: each is a round trip to its coordinator. */
-    private static final ExecutorService COMMITTERS = Executors.newCachedThreadPool(r -> {
-        Thread t = new Thread(r, "geokafka-commit");
-        t.setDaemon(true);
-        return t;
-    });
-
     private final SinkOptions options;
+    private final long epochId;
     private final boolean retry;
     private final int key;
     private final int value;
@@ -42,15 +34,19 @@ final class TaskWriter implements DataWriter<InternalRow> {
     private final long commitIntervalNanos;
     /** The interval in force: {@link #commitIntervalNanos}, stretched while commits are slow. */
     private long intervalNanos;
-    private final Map<String, PartitionTransaction> partitions = new LinkedHashMap<>();
-    private PartitionTransaction current;
+    private final Map<Integer, GroupTransaction> groups = new LinkedHashMap<>();
+    private GroupTransaction currentGroup;
+    private PartitionWrites current;
     private UTF8String currentTopic;
     private int currentPartition = -1;
-    /** When the oldest record not yet committed was written (-1: nothing pending). */
+    /** When the oldest row not yet committed was handled (-1: nothing pending). */
     private long pendingSince = -1;
+    /** Local masters: each commit is reported to the driver's registry at once (same JVM). */
+    private final boolean live;
 
-    TaskWriter(SinkOptions options, StructType schema) {
+    TaskWriter(SinkOptions options, StructType schema, long epochId) {
         this.options = options;
+        this.epochId = epochId;
         TaskContext task = TaskContext.get();
         // A write stage is never resubmitted as a whole, so the attempt number tells every retry.
         this.retry = task == null || task.attemptNumber() > 0;
@@ -64,6 +60,8 @@ final class TaskWriter implements DataWriter<InternalRow> {
         keep = java.util.Arrays.asList(schema.fieldNames()).contains("keep") ? schema.fieldIndex("keep") : -1;
         commitIntervalNanos = options.commitIntervalMs * 1_000_000L;
         intervalNanos = commitIntervalNanos;
+        live = SinkRegistry.registered(options.queryKey);
+        IdleHook.register(this::commitIfDue);
     }
 
     @Override
@@ -72,65 +70,72 @@ final class TaskWriter implements DataWriter<InternalRow> {
         int p = row.getInt(partition);
         if (current == null || p != currentPartition || !t.equals(currentTopic)) {
             String name = t.toString();
-            current = partitions.computeIfAbsent(name + "/" + p, k -> new PartitionTransaction(options, name, p, retry));
+            int group = options.groupOf(name, p);
+            currentGroup = groups.computeIfAbsent(group, g -> new GroupTransaction(options, g, retry));
+            current = currentGroup.partition(name, p);
             currentTopic = t.clone();
             currentPartition = p;
         }
         boolean kept = keep < 0 || row.isNullAt(keep) || row.getBoolean(keep);
-        current.write(row.getLong(offset), row.isNullAt(key) ? null : row.getBinary(key),
+        currentGroup.write(current, row.getLong(offset), row.isNullAt(key) ? null : row.getBinary(key),
                 row.isNullAt(value) ? null : row.getBinary(value), row.isNullAt(ts) ? -1 : row.getLong(ts),
                 row.isNullAt(headers) ? null : row.getArray(headers), kept);
         long now = System.nanoTime();
         if (pendingSince < 0) {
-            pendingSince = now;  // the interval counts from the oldest uncommitted record, not the task's start
+            pendingSince = now;  // the interval counts from the oldest uncommitted row, not the task's start
         } else if (now - pendingSince >= intervalNanos) {
             commitAll();
         }
     }
 
+    /** Called by the reader while it waits: commit if due; ms until the next commit is due. */
+    private long commitIfDue() {
+        if (pendingSince < 0) {
+            return Long.MAX_VALUE;
+        }
+        long waited = System.nanoTime() - pendingSince;
+        if (waited >= intervalNanos) {
+            commitAll();
+            return Long.MAX_VALUE;
+        }
+        return Math.max(1, (intervalNanos - waited) / 1_000_000L);
+    }
+
     @Override
     public WriterCommitMessage commit() {
+        IdleHook.clear();
         commitAll();
-        List<Map<String, Object>> summaries = new ArrayList<>();
-        for (PartitionTransaction txn : partitions.values()) {
+        List<Map<String, Object>> reports = new ArrayList<>();
+        for (GroupTransaction txn : groups.values()) {
             txn.release();
-            summaries.add(txn.summary());
+            reports.addAll(txn.reports());
         }
-        partitions.clear();
-        return new CommitMessage(summaries);
+        groups.clear();
+        return new CommitMessage(reports, live);
     }
 
     @Override
     public void abort() {
-        for (PartitionTransaction txn : partitions.values()) {
+        IdleHook.clear();
+        for (GroupTransaction txn : groups.values()) {
             txn.abort();  // never leave a transaction open behind a failed task
         }
-        partitions.clear();
+        groups.clear();
     }
 
     @Override
     public void close() {
-        // producers are released to the pool on commit and closed on abort
+        IdleHook.clear();  // producers are released to the pool on commit and closed on abort
     }
 
     private void commitAll() {
         long started = System.nanoTime();
-        List<PartitionTransaction> dirty = new ArrayList<>();
-        for (PartitionTransaction txn : partitions.values()) {
-            if (txn.dirty()) {
-                dirty.add(txn);
-            }
-        }
-        if (dirty.size() == 1) {
-            dirty.get(0).commit();
-        } else if (!dirty.isEmpty()) {
-            CompletableFuture<?>[] all = dirty.stream()
-                    .map(txn -> CompletableFuture.runAsync(txn::commit, COMMITTERS))
-                    .toArray(CompletableFuture[]::new);
-            try {
-                CompletableFuture.allOf(all).join();
-            } catch (java.util.concurrent.CompletionException e) {
-                throw e.getCause() instanceof RuntimeException r ? r : e;
+        for (GroupTransaction txn : groups.values()) {
+            List<PartitionWrites> moved = txn.commit();
+            if (live && !moved.isEmpty()) {
+                List<Map<String, Object>> reports = new ArrayList<>();
+                moved.forEach(p -> reports.add(p.report(txn.group)));
+                SinkRegistry.record(options.queryKey, epochId, reports);
             }
         }
         pendingSince = -1;

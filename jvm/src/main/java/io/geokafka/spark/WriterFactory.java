@@ -5,7 +5,7 @@ import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.streaming.StreamingDataWriterFactory;
 import org.apache.spark.sql.types.StructType;
 
-/** Shipped to executors with each epoch: the options and the driver's expectations for it. */
+/** Shipped to executors with each batch: the options and the driver's expectations for it. */
 final class WriterFactory implements StreamingDataWriterFactory {
     private static final long serialVersionUID = 1L;
     private final SinkOptions options;
@@ -18,6 +18,6 @@ final class WriterFactory implements StreamingDataWriterFactory {
 
     @Override
     public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
-        return new TaskWriter(options, schema);
+        return new TaskWriter(options, schema, epochId);
     }
 }

@@ -1,0 +1,59 @@
+"""The Python-Java contract: names both the driver and the JVM source and sink read or write.
+
+``contract.json`` (next to this module) declares them once: the state topic, the progress
+record's key and fields, the provenance headers, the transactional ids, the commit summary
+fields, the failure kinds and the option names. The jvm module's build copies the same file into
+its jar, where ``Contract.java`` loads it; each side has a test that fails when its code drifts
+from the file (``tests/unit/test_contract.py``, ``jvm/src/test/.../ContractTest.java``).
+
+Standard library only: cheap to import anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+CONTRACT_FILE = Path(__file__).with_name("contract.json")
+
+
+@cache
+def spec() -> dict[str, Any]:
+    """The whole contract, as declared."""
+    loaded: dict[str, Any] = json.loads(CONTRACT_FILE.read_text(encoding="utf-8"))
+    return loaded
+
+
+def name(section: str, role: str) -> str:
+    """The wire name of ``role`` in ``section`` (e.g. ``name("commit_summary", "next_offset")``)."""
+    return str(spec()[section][role])
+
+
+STATE_TOPIC: str = spec()["state_topic"]
+PROGRESS_KEY: str = spec()["progress"]["key"]
+ORIGIN_HEADER: str = spec()["headers"]["origin"]
+SOURCE_HEADER: str = spec()["headers"]["source"]
+SOURCE_HEADER_VALUE: str = spec()["headers"]["source_value"]
+FAILURE_KINDS: tuple[str, ...] = tuple(spec()["failure"]["kinds"])
+
+
+def progress_key(flow: str, topic: str, partition: int) -> str:
+    """Key of one source partition's progress record."""
+    return PROGRESS_KEY.format(flow=flow, topic=topic, partition=partition)
+
+
+def transactional_id_prefix(flow: str) -> str:
+    """Every transactional id of a flow starts with this (what a PREFIXED ACL grants)."""
+    return str(spec()["transactional_id"]["prefix"]).format(flow=flow)
+
+
+def group_transactional_id(flow: str, generation: int, group: int) -> str:
+    """The transactional id of one partition group of a flow's generation: one writer at a time."""
+    return str(spec()["transactional_id"]["group"]).format(flow=flow, generation=generation, group=group)
+
+
+def legacy_transactional_id(flow: str, topic: str, partition: int) -> str:
+    """The id of one source partition's writer before partition groups (fenced once, on upgrade)."""
+    return str(spec()["transactional_id"]["legacy_partition"]).format(flow=flow, topic=topic, partition=partition)

@@ -1,0 +1,52 @@
+"""How many tasks a Spark master runs at once, and how a mirror shares them among its flows (pure).
+
+In real-time mode every partition group's task runs for a whole batch, so a mirror needs a task
+slot per group of every flow it runs: a group without a slot would wait for the batch's end.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+
+_LOCAL = re.compile(r"^local(?:\[(\*|\d+)(?:,\s*\d+)?\])?$")
+
+
+def task_slots(master: str, spark_conf: Mapping[str, str], cpus: int | None = None) -> int | None:
+    """Tasks the master runs at once: local[N] N, local[*] the cores, local 1; for cluster masters what
+    ``spark_conf`` says (``spark.cores.max``, or executors x cores per executor), None when it does not."""
+    local = _LOCAL.match(master)
+    if local is not None:
+        threads = local.group(1)
+        if threads is None:
+            return 1
+        return max(1, cpus or os.cpu_count() or 1) if threads == "*" else max(1, int(threads))
+    if "spark.cores.max" in spark_conf:
+        return max(1, int(spark_conf["spark.cores.max"]))
+    if "spark.executor.instances" in spark_conf:
+        return max(1, int(spark_conf["spark.executor.instances"]) * int(spark_conf.get("spark.executor.cores", "1")))
+    return None
+
+
+DEFAULT_GROUPS_WITHOUT_SLOTS = 2
+"""Groups per flow when neither ``pipeline.groups`` nor the master tells how many tasks run at once."""
+
+
+def groups_per_flow(configured: int, slots: int | None, flows: int) -> int:
+    """``pipeline.groups`` when set, else the master's slots shared by the mirror's flows (at least 1 each)."""
+    if configured > 0:
+        return configured
+    if slots is None:
+        return DEFAULT_GROUPS_WITHOUT_SLOTS
+    return max(1, slots // max(1, flows))
+
+
+def master_with_slots(master: str, needed: int) -> str:
+    """A local master with at least ``needed`` task threads (real-time mode runs every group at once);
+    other masters as they are."""
+    local = _LOCAL.match(master)
+    if local is None:
+        return master
+    slots = task_slots(master, {})
+    return master if slots is not None and slots >= needed else f"local[{needed}]"

@@ -1,0 +1,88 @@
+package io.geokafka.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The Python-Java contract ({@code geokafka/contract.json}, copied into this jar by the build): every name
+ * the driver and this module both read or write, declared once. {@code ContractTest} fails when this
+ * module's code drifts from it; {@code tests/unit/test_contract.py} does the same for Python.
+ */
+final class Contract {
+    static final String RESOURCE = "/geokafka/contract.json";
+    private static final JsonNode SPEC = load();
+
+    static final String STATE_TOPIC = SPEC.get("state_topic").asText();
+    static final String ORIGIN_HEADER = text("headers", "origin");
+    static final String SOURCE_HEADER = text("headers", "source");
+
+    private Contract() {}
+
+    /** The wire name of {@code role} in {@code section} (e.g. {@code name("commit_summary", "next_offset")}). */
+    static String text(String section, String role) {
+        JsonNode value = SPEC.path(section).get(role);
+        if (value == null || !value.isTextual()) {
+            throw new IllegalStateException("geokafka contract: no " + section + "." + role + " in " + RESOURCE);
+        }
+        return value.asText();
+    }
+
+    /** A field name of a section that maps roles to names ({@code progress.fields}, {@code failure.fields}). */
+    static String field(String section, String role) {
+        JsonNode value = SPEC.path(section).path("fields").get(role);
+        if (value == null || !value.isTextual()) {
+            throw new IllegalStateException("geokafka contract: no " + section + ".fields." + role + " in " + RESOURCE);
+        }
+        return value.asText();
+    }
+
+    /** Key of one source partition's progress record. */
+    static String progressKey(String flow, String topic, int partition) {
+        return SPEC.path("progress").get("key").asText()
+                .replace("{flow}", flow).replace("{topic}", topic).replace("{partition}", Integer.toString(partition));
+    }
+
+    /** The source header's value of a record: its coordinates on this hop's source. */
+    static String sourceHeaderValue(String cluster, String topic, int partition, long offset) {
+        String[] parts = sourceHeaderParts(cluster, topic, partition);
+        return parts[0] + offset + parts[1];
+    }
+
+    /** The source header's value of one partition's records, before and after their offset. */
+    static String[] sourceHeaderParts(String cluster, String topic, int partition) {
+        String format = text("headers", "source_value").replace("{cluster}", cluster).replace("{topic}", topic)
+                .replace("{partition}", Integer.toString(partition));
+        int at = format.indexOf("{offset}");
+        if (at < 0) {
+            throw new IllegalStateException("geokafka contract: headers.source_value has no {offset}");
+        }
+        return new String[] {format.substring(0, at), format.substring(at + "{offset}".length())};
+    }
+
+    /** The transactional id of one partition group of a flow's generation. */
+    static String groupTransactionalId(String flow, long generation, int group) {
+        return text("transactional_id", "group").replace("{flow}", flow)
+                .replace("{generation}", Long.toString(generation)).replace("{group}", Integer.toString(group));
+    }
+
+    /** The failure kinds the driver maps to its error classes. */
+    static java.util.List<String> failureKinds() {
+        java.util.List<String> out = new java.util.ArrayList<>();
+        SPEC.path("failure").path("kinds").forEach(kind -> out.add(kind.asText()));
+        return out;
+    }
+
+    private static JsonNode load() {
+        try (InputStream in = Contract.class.getResourceAsStream(RESOURCE)) {
+            if (in == null) {
+                throw new IllegalStateException("geokafka contract: " + RESOURCE + " is not in the jar (built without it?)");
+            }
+            return new ObjectMapper().readTree(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new IllegalStateException("geokafka contract: " + RESOURCE + " cannot be read", e);
+        }
+    }
+}

@@ -1,0 +1,254 @@
+package io.geokafka.spark;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.RecordBatchTooLargeException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.record.AbstractRecords;
+import org.apache.kafka.common.record.CompressionType;
+import org.apache.kafka.common.record.RecordBatch;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+
+/**
+ * One partition group's writes within a task, as KIP-618 has a task's: one transactional producer (the
+ * group's fixed id of this generation) and one Kafka transaction per commit holding the group's records and
+ * one progress record per source partition that moved, committed together or not at all.
+ */
+final class GroupTransaction {
+    private final SinkOptions options;
+    final int group;
+    private final String txnId;
+    private KafkaProducer<byte[], byte[]> producer;
+    private boolean open;
+    private final Map<String, PartitionWrites> partitions = new LinkedHashMap<>();
+    /** A retried attempt's view of what earlier attempts committed ("topic/partition" -> next). */
+    private final Map<String, Long> readBack;
+    private final List<Failure> failures = new ArrayList<>();
+
+    private record Failure(PartitionWrites partition, long offset, int size, Exception error) {}
+
+    GroupTransaction(SinkOptions options, int group, boolean retry) {
+        this.options = options;
+        this.group = group;
+        this.txnId = options.transactionalId(group);
+        // The driver's expectations are exact for a task's first attempt: it fenced every writer and read
+        // the progress before the query started, and learns each later commit from the batch's commit
+        // messages. Only a retried attempt can follow a commit the driver never heard of: read it back.
+        ProducerPool.Session session = retry ? null : ProducerPool.take(txnId, options);
+        if (session != null) {
+            producer = session.producer();
+            readBack = Map.of();
+        } else {
+            producer = ProducerPool.open(options, txnId);
+            readBack = retry ? readBack() : Map.of();
+        }
+    }
+
+    /** The writes of one source partition of this group. */
+    PartitionWrites partition(String topic, int partition) {
+        String key = topic + "/" + partition;
+        PartitionWrites writes = partitions.get(key);
+        if (writes == null) {
+            long expected = options.expectedOf(topic, partition)[0];
+            writes = new PartitionWrites(options, topic, partition, Math.max(expected, readBack.getOrDefault(key, -1L)));
+            partitions.put(key, writes);
+        }
+        return writes;
+    }
+
+    /** Handle one source row of ``p`` (rows of a partition come in offset order). */
+    void write(PartitionWrites p, long offset, byte[] key, byte[] value, long timestamp, ArrayData headers, boolean keep) {
+        if (offset < p.committedNext) {
+            p.duplicates++;
+            return;
+        }
+        p.next = offset + 1;
+        if (!keep) {
+            p.filtered++;
+            return;
+        }
+        RecordHeaders out = p.provenance.headers(headers, offset);
+        if (out == null) {
+            p.cycle++;  // it started on the target: never send it back
+            return;
+        }
+        int size = (key == null ? 0 : key.length) + (value == null ? 0 : value.length);
+        if (p.maxBytes > 0 && AbstractRecords.estimateSizeInBytesUpperBound(
+                RecordBatch.CURRENT_MAGIC_VALUE, CompressionType.NONE, key, value, out.toArray()) > p.maxBytes) {
+            // Refused here: the broker's MESSAGE_TOO_LARGE sends the producer into splitting the batch
+            // again and again until the transaction times out.
+            throw tooLarge(p, offset, size, null);
+        }
+        begin(p);
+        ProducerRecord<byte[], byte[]> record =
+                new ProducerRecord<>(p.targetTopic, p.partition, timestamp < 0 ? null : timestamp, key, value, out);
+        try {
+            producer.send(record, (meta, error) -> {
+                if (error != null) {
+                    synchronized (failures) {
+                        failures.add(new Failure(p, offset, size, error));
+                    }
+                }
+            });
+        } catch (RuntimeException e) {
+            throw KafkaErrors.of(e, "writing " + where(p, offset));
+        }
+        p.written++;
+        p.bytes += size;
+        p.lastTimestamp = timestamp;
+    }
+
+    /** True when rows were handled since the last commit. */
+    boolean dirty() {
+        for (PartitionWrites p : partitions.values()) {
+            if (p.dirty()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** One transaction: the progress record of every partition that moved, a flush, the commit. Returns
+     * the partitions committed. */
+    List<PartitionWrites> commit() {
+        List<PartitionWrites> moved = new ArrayList<>();
+        for (PartitionWrites p : partitions.values()) {
+            if (p.dirty()) {
+                moved.add(p);
+            }
+        }
+        if (moved.isEmpty()) {
+            return moved;
+        }
+        Map<PartitionWrites, Long> stateOffsets = new HashMap<>();
+        for (PartitionWrites p : moved) {
+            begin(p);
+            producer.send(new ProducerRecord<>(Contract.STATE_TOPIC, 0, p.progressKey, Progress.value(p.next, p.lastTimestamp)),
+                    (meta, error) -> {
+                        if (error != null) {
+                            synchronized (failures) {
+                                failures.add(new Failure(p, -1, 0, error));
+                            }
+                        } else {
+                            synchronized (stateOffsets) {
+                                stateOffsets.put(p, meta.offset());
+                            }
+                        }
+                    });
+        }
+        try {
+            producer.flush();
+        } catch (RuntimeException e) {
+            throw KafkaErrors.of(e, "flushing group " + group + " of flow " + options.flow);
+        }
+        synchronized (failures) {
+            if (!failures.isEmpty()) {
+                throw failure();
+            }
+        }
+        try {
+            producer.commitTransaction();
+        } catch (RuntimeException e) {
+            throw KafkaErrors.of(e, "committing group " + group + " of flow " + options.flow + " (" + moved.size()
+                    + " partitions) to " + options.targetCluster);
+        }
+        open = false;
+        for (PartitionWrites p : moved) {
+            p.committedNext = p.next;
+            p.stateOffset = stateOffsets.getOrDefault(p, -1L);
+        }
+        return moved;
+    }
+
+    /** Abort the open transaction now (it would hold the target's last stable offset until it times out)
+     * and close the producer. */
+    void abort() {
+        try {
+            if (open) {
+                producer.abortTransaction();
+            }
+        } catch (RuntimeException ignored) {
+            // fenced or broken: its transaction dies with it
+        }
+        ProducerPool.closeQuietly(producer);
+        open = false;
+    }
+
+    /** Keep the producer for the next batch (after a successful commit), with the positions it committed. */
+    void release() {
+        Map<String, Long> committed = new HashMap<>();
+        partitions.forEach((key, p) -> committed.put(key, p.committedNext));
+        ProducerPool.give(txnId, options.queryKey, producer, committed);
+    }
+
+    /** Every partition of this task's share of the group, as the driver learns them. */
+    List<Map<String, Object>> reports() {
+        List<Map<String, Object>> out = new ArrayList<>();
+        partitions.values().forEach(p -> out.add(p.report(group)));
+        return out;
+    }
+
+    private void begin(PartitionWrites p) {
+        if (!open) {
+            try {
+                producer.beginTransaction();
+            } catch (RuntimeException e) {
+                throw KafkaErrors.of(e, "beginning a transaction for group " + group + " at " + where(p, p.next));
+            }
+            open = true;
+        }
+    }
+
+    /** What earlier attempts of this task committed, for every partition of the group. */
+    private Map<String, Long> readBack() {
+        Map<String, byte[]> keys = new HashMap<>();
+        long from = Long.MAX_VALUE;
+        for (Map.Entry<String, Integer> e : options.groupOf.entrySet()) {
+            if (e.getValue() == group) {
+                int slash = e.getKey().lastIndexOf('/');
+                String topic = e.getKey().substring(0, slash);
+                int partition = Integer.parseInt(e.getKey().substring(slash + 1));
+                keys.put(e.getKey(), Progress.key(options.flow, topic, partition));
+                from = Math.min(from, options.expectedOf(topic, partition)[1]);
+            }
+        }
+        return Progress.committedNext(options.targetConfig, keys, from == Long.MAX_VALUE ? 0 : from);
+    }
+
+    /** The error to stop on: an oversize record names itself (a rejected batch fails its small neighbours
+     * too, so the largest failed record is the culprit). */
+    private GeokafkaException failure() {
+        Failure largest = null;
+        for (Failure f : failures) {
+            if ((f.error() instanceof RecordTooLargeException || f.error() instanceof RecordBatchTooLargeException)
+                    && (largest == null || f.size() > largest.size())) {
+                largest = f;
+            }
+        }
+        if (largest != null) {
+            return tooLarge(largest.partition(), largest.offset(), largest.size(), largest.error());
+        }
+        Failure first = failures.get(0);
+        return KafkaErrors.of(first.error(), first.offset() >= 0 ? "writing " + where(first.partition(), first.offset())
+                : "writing progress of " + first.partition().key() + " to " + Contract.STATE_TOPIC);
+    }
+
+    private GeokafkaException tooLarge(PartitionWrites p, long offset, int size, Throwable cause) {
+        String text = "record " + options.sourceCluster + " " + p.topic + "/" + p.partition + " offset " + offset
+                + " (" + size + " bytes) is larger than max.message.bytes of " + options.targetCluster
+                + " topic " + p.targetTopic + (p.maxBytes > 0 ? " (" + p.maxBytes + ")" : "") + "; flow " + options.flow
+                + " stopped";
+        return new GeokafkaException(GeokafkaException.Kind.RECORD_TOO_LARGE, 10, false, text, cause);
+    }
+
+    private String where(PartitionWrites p, long offset) {
+        return options.sourceCluster + " " + p.topic + "/" + p.partition + " offset " + offset + " to "
+                + options.targetCluster + " topic " + p.targetTopic;
+    }
+}

@@ -1,0 +1,141 @@
+package io.geokafka.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Java side of the Python-Java contract: what this module writes and reads, checked against
+ * geokafka/contract.json read here on its own (not through {@link Contract}), so a name changed in the code
+ * (or in the file without the code following) fails. tests/unit/test_contract.py is the Python side.
+ */
+class ContractTest {
+    static final JsonNode SPEC = spec();
+
+    static JsonNode spec() {
+        try (InputStream in = ContractTest.class.getResourceAsStream("/geokafka/contract.json")) {
+            return new ObjectMapper().readTree(new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    static String at(String... path) {
+        JsonNode node = SPEC;
+        for (String p : path) {
+            node = node.get(p);
+            assertNotNull(node, "contract.json has no " + String.join(".", path));
+        }
+        return node.asText();
+    }
+
+    @Test
+    void theProgressRecordIsTheContractsKeyAndFields() throws Exception {
+        assertEquals(at("state_topic"), Contract.STATE_TOPIC);
+        String key = new String(Progress.key("nyc-to-atl", "orders.eu", 7), StandardCharsets.UTF_8);
+        assertEquals(at("progress", "key").replace("{flow}", "nyc-to-atl").replace("{topic}", "orders.eu")
+                .replace("{partition}", "7"), key);
+        JsonNode value = new ObjectMapper().readTree(Progress.value(42, 1700000000000L));
+        assertEquals(Set.of(at("progress", "fields", "next"), at("progress", "fields", "last_timestamp")), fieldNames(value));
+        assertEquals(42, value.get(at("progress", "fields", "next")).asLong());
+        assertEquals(42, Progress.parseNext(Progress.value(42, -1)));
+    }
+
+    @Test
+    void provenanceHeadersAreTheContractsNames() {
+        RecordHeaders headers = new Provenance("nyc", "atl", "orders", 3).headers(null, 99);
+        assertNotNull(headers);
+        Map<String, String> got = new HashMap<>();
+        for (Header h : headers) {
+            got.put(h.key(), new String(h.value(), StandardCharsets.UTF_8));
+        }
+        assertEquals("nyc", got.get(at("headers", "origin")));
+        assertEquals(at("headers", "source_value").replace("{cluster}", "nyc").replace("{topic}", "orders")
+                .replace("{partition}", "3").replace("{offset}", "99"), got.get(at("headers", "source")));
+        assertEquals(2, got.size());
+    }
+
+    @Test
+    void transactionalIdsAreTheContractsAndKeepTheFlowsPrefix() {
+        String id = Contract.groupTransactionalId("nyc-to-atl", 4, 1);
+        assertEquals(at("transactional_id", "group").replace("{flow}", "nyc-to-atl").replace("{generation}", "4")
+                .replace("{group}", "1"), id);
+        String prefix = at("transactional_id", "prefix").replace("{flow}", "nyc-to-atl");
+        assertEquals(true, id.startsWith(prefix), id + " must start with " + prefix + " (what a PREFIXED ACL grants)");
+    }
+
+    @Test
+    void commitSummariesCarryExactlyTheContractsFields() {
+        PartitionWrites writes = new PartitionWrites(SinkOptionsTest.options(Map.of()), "orders", 0, 5);
+        Map<String, Object> report = writes.report(0);
+        Set<String> expected = new TreeSet<>();
+        SPEC.get("commit_summary").fields().forEachRemaining(e -> expected.add(e.getValue().asText()));
+        assertEquals(expected, new TreeSet<>(report.keySet()));
+    }
+
+    @Test
+    void failuresCarryTheContractsFieldsAndKinds() {
+        Map<String, Object> typed = SinkRegistry.typedFailure(new RuntimeException(
+                new GeokafkaException(GeokafkaException.Kind.AUTH, 31, false, "refused", null)));
+        assertNotNull(typed);
+        Set<String> fields = new TreeSet<>();
+        SPEC.get("failure").get("fields").fields().forEachRemaining(e -> fields.add(e.getValue().asText()));
+        assertEquals(fields, new TreeSet<>(typed.keySet()));
+        Set<String> kinds = new TreeSet<>();
+        SPEC.get("failure").get("kinds").forEach(k -> kinds.add(k.asText()));
+        assertEquals(kinds, Arrays.stream(GeokafkaException.Kind.values()).map(Enum::name).collect(Collectors.toCollection(TreeSet::new)));
+        assertNull(SinkRegistry.typedFailure(new RuntimeException("plain")));
+    }
+
+    @Test
+    void theSinkReadsEveryOptionByItsContractName() {
+        Map<String, String> options = SinkOptionsTest.minimal();
+        SinkOptions parsed = SinkOptions.parse(options);
+        assertEquals("f", parsed.flow);
+        for (String role : List.of("flow", "source_cluster", "target_cluster", "target_config", "topic_map", "groups")) {
+            Map<String, String> without = new HashMap<>(options);
+            without.remove(at("sink_options", role));
+            IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                    () -> SinkOptions.parse(without));
+            assertEquals(true, e.getMessage().contains("'" + at("sink_options", role) + "'"), e.getMessage());
+        }
+    }
+
+    @Test
+    void theSourceReadsEveryOptionByItsContractName() {
+        Map<String, String> options = new HashMap<>();
+        options.put(at("source_options", "client_prefix") + "bootstrap.servers", "127.0.0.1:9");
+        options.put(at("source_options", "assign"), "{\"orders\": [0, 1]}");
+        options.put(at("source_options", "groups"), "[{\"orders\": [0]}, {\"orders\": [1]}]");
+        options.put(at("source_options", "starting_offsets"), "{\"orders\": {\"0\": 5}}");
+        options.put(at("source_options", "max_offsets_per_trigger"), "77");
+        options.put(at("source_options", "poll_timeout_ms"), "1234");
+        SourceOptions parsed = SourceOptions.parse(options);
+        assertEquals(2, parsed.groups.size());
+        assertEquals(77, parsed.maxOffsetsPerTrigger);
+        assertEquals(1234, parsed.pollTimeoutMs);
+        assertEquals(5L, parsed.starting.get("orders").get(0));
+        assertEquals("127.0.0.1:9", parsed.clientConfig.get("bootstrap.servers"));
+    }
+
+    private static Set<String> fieldNames(JsonNode node) {
+        Set<String> out = new TreeSet<>();
+        node.fieldNames().forEachRemaining(out::add);
+        return out;
+    }
+}

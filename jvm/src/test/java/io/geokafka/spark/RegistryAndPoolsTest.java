@@ -1,0 +1,100 @@
+package io.geokafka.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
+
+/** The driver's registry and the JVM's client pools (real clients, never connected: no broker needed). */
+class RegistryAndPoolsTest {
+    @Test
+    void aQuerysCommitsAreKeptFromRegisterToForgetAndNeverAfter() throws Exception {
+        SinkRegistry.register("q1");
+        SinkRegistry.record("q1", 4, List.of(Map.of("topic", "a", "partition", 0)));
+        JsonNode drained = new ObjectMapper().readTree(SinkRegistry.drain("q1"));
+        assertEquals(1, drained.size());
+        assertEquals(4, drained.get(0).get("epoch").asInt());
+        assertEquals("[]", SinkRegistry.drain("q1"));
+        SinkRegistry.forget("q1");
+        SinkRegistry.record("q1", 5, List.of(Map.of("topic", "a", "partition", 0)));  // a task still finishing
+        assertEquals("[]", SinkRegistry.drain("q1"));
+        assertEquals(false, SinkRegistry.registered("q1"));
+    }
+
+    @Test
+    void recordsRacingForgetNeitherFailNorLeak() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        CountDownLatch go = new CountDownLatch(1);
+        for (int i = 0; i < 200; i++) {
+            String key = "race-" + i;
+            SinkRegistry.register(key);
+            pool.submit(() -> {
+                go.await();
+                SinkRegistry.record(key, 1, List.of());
+                return null;
+            });
+            pool.submit(() -> {
+                go.await();
+                SinkRegistry.forget(key);
+                return null;
+            });
+        }
+        go.countDown();
+        pool.shutdown();
+        assertEquals(true, pool.awaitTermination(30, TimeUnit.SECONDS));
+        for (int i = 0; i < 200; i++) {
+            assertEquals(false, SinkRegistry.registered("race-" + i));
+        }
+    }
+
+    @Test
+    void anOutOfMemoryErrorAnywhereInTheChainIsTheFailure() {
+        Map<String, Object> typed = SinkRegistry.typedFailure(new RuntimeException("task failed",
+                new GeokafkaException(GeokafkaException.Kind.KAFKA, -1, true, "send failed", new OutOfMemoryError("Java heap space"))));
+        assertNotNull(typed);
+        assertEquals("JVM_FATAL", typed.get("kind"));
+        assertEquals(false, typed.get("retriable"));
+        assertEquals(true, ((String) typed.get("message")).contains("OutOfMemoryError"));
+    }
+
+    @Test
+    void theConsumerPoolKeepsAtMostItsCapacityAndClosesAStreamsConsumersWhenItStops() {
+        Map<String, String> config = Map.of("bootstrap.servers", "127.0.0.1:9");
+        TopicPartition tp = new TopicPartition("t", 0);
+        int before = ConsumerPool.idle();
+        for (int g = 0; g < ConsumerPool.CAPACITY + 3; g++) {
+            ConsumerPool.Lease lease = ConsumerPool.borrow("s1", g, config, List.of(tp), Map.of(tp, new long[] {0, 10}));
+            ConsumerPool.giveBack(lease);
+        }
+        assertEquals(ConsumerPool.CAPACITY, ConsumerPool.idle());
+        ConsumerPool.closeStream("s1");
+        assertEquals(before, ConsumerPool.idle());
+    }
+
+    @Test
+    void aConsumerThatStoppedWhereTheNextBatchStartsKeepsItsRecords() {
+        Map<String, String> config = Map.of("bootstrap.servers", "127.0.0.1:9");
+        TopicPartition tp = new TopicPartition("t", 0);
+        ConsumerPool.Lease lease = ConsumerPool.borrow("s2", 0, config, List.of(tp), Map.of(tp, new long[] {0, 10}));
+        ConsumerPool.Cursor cursor = lease.cursors.get(tp);
+        cursor.records = List.of(new org.apache.kafka.clients.consumer.ConsumerRecord<>("t", 0, 10, new byte[0], new byte[0]));
+        cursor.next = 10;
+        ConsumerPool.giveBack(lease);
+        ConsumerPool.Lease again = ConsumerPool.borrow("s2", 0, config, List.of(tp), Map.of(tp, new long[] {10, 20}));
+        assertEquals(1, again.cursors.get(tp).records.size());  // continues: kept, no seek
+        ConsumerPool.giveBack(again);
+        ConsumerPool.Lease elsewhere = ConsumerPool.borrow("s2", 0, config, List.of(tp), Map.of(tp, new long[] {3, 20}));
+        assertEquals(0, elsewhere.cursors.get(tp).records.size());  // another start: seek, nothing kept
+        ConsumerPool.close(elsewhere);
+        ConsumerPool.closeStream("s2");
+    }
+}
