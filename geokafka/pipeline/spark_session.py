@@ -33,7 +33,7 @@ _DEFAULTS = {
     # at the same speed (2,000,000 x 1 KiB, two runs each, load 8-13)
     "spark.driver.memory": "768m",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-    # One Spark task per Kafka partition: the writer fences zombies per source partition.
+    # No speculative copy of a task: a second writer of the same transactional id would fence the first.
     "spark.speculation": "false",
     # Stopping a query whose source or target died must not wait forever for its thread.
     "spark.sql.streaming.stopTimeout": "15000",
