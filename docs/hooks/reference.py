@@ -30,6 +30,10 @@ from pydantic_core import PydanticUndefined
 GENERATED = "<!-- generated from the code by docs/hooks/reference.py as the site is built: do not edit -->\n\n"
 
 
+PATTERN_NAMES: dict[str, str] = {}
+"""Regexes of the schema shown by a word (the hook fills it: the names' pattern -> "name")."""
+
+
 class UndocumentedError(ValueError):
     """A key, command or option without a description: the reference would have a hole."""
 
@@ -54,12 +58,17 @@ def _help_markdown(text: str) -> str:
         if para.startswith("\b"):
             out.append("```text\n" + para.removeprefix("\b").strip("\n") + "\n```")
         else:
-            out.append(" ".join(line.strip() for line in para.splitlines()))
+            out.append(_escape(" ".join(line.strip() for line in para.splitlines())))
     return "\n\n".join(out)
 
 
+def _escape(text: str) -> str:
+    """Text for Markdown outside code: ``<time>`` would otherwise be taken for an HTML tag."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _escape(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _type_of(param: click.Parameter, ctx: click.Context) -> str:
@@ -144,6 +153,10 @@ def _type_text(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if origin is typing.Annotated:
+        for meta in args[1:]:
+            for part in getattr(meta, "metadata", []):
+                if getattr(part, "pattern", None) in PATTERN_NAMES:
+                    return PATTERN_NAMES[part.pattern]
         bounds = [_bounds(meta) for meta in args[1:] if isinstance(meta, FieldInfo)]
         return _type_text(args[0]) + "".join(bounds)
     if origin is typing.Literal:
@@ -171,7 +184,9 @@ def _bounds(info: FieldInfo) -> str:
         for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"), ("max_length", "at most"),
                            ("pattern", "matches")):
             value = getattr(meta, attr, None)
-            if value is not None:
+            if attr == "pattern" and value in PATTERN_NAMES:
+                marks.append(f"a {PATTERN_NAMES[value]}")
+            elif value is not None:
                 marks.append(f"{sign} `{value}`" if attr == "pattern" else f"{sign} {value:,}" if isinstance(
                     value, int) else f"{sign} {value}")
     return f" ({', '.join(marks)})" if marks else ""
@@ -215,7 +230,7 @@ def _models(root: type[BaseModel]) -> list[type[BaseModel]]:
     return seen
 
 
-def topology_page(root: type[BaseModel], path_of: dict[str, str] | None = None) -> str:
+def topology_page(root: type[BaseModel], path_of: dict[str, str] | None = None, limits: str = "") -> str:
     """The topology reference: one table per model of the schema (key, type, default, description).
 
     ``path_of`` names where each model sits in the file (``Flow`` -> ``flows.<name>``).
@@ -224,12 +239,14 @@ def topology_page(root: type[BaseModel], path_of: dict[str, str] | None = None) 
     lines = [GENERATED, "# Topology file reference", "",
              "Every key of `geokafka.yaml`, as declared in `geokafka/topology/schema.py`. Unknown keys are refused, "
              "every error names file, line and key (`geokafka validate` lists them all). Secrets are never values: "
-             "only `{env: VAR}` or `{file: PATH}` references.", ""]
+             "only `{env: VAR}` or `{file: PATH}` references. A name (of a cluster, flow or DC) is a letter or "
+             "digit, then letters, digits, `_` or `-`, at most 40 characters." + (f" {limits}" if limits else ""), ""]
     for model in _models(root):
         where = (path_of or {}).get(model.__name__)
         doc = inspect.cleandoc(model.__doc__ or "").split("\n\n")[0].replace("\n", " ")
         lines += [f"## {model.__name__}", ""]
-        lines += [f"At `{where}`. {doc}" if where else doc, ""]
+        lines += [(f"At `{where}`. {doc}" if where.startswith(("clusters", "flows", "pipeline", "stretch")) else
+                   f"{where[0].upper()}{where[1:]}. {doc}") if where else doc, ""]
         lines += ["| key | type | default | description |", "|---|---|---|---|"]
         for key, info in model.model_fields.items():
             if not info.description:

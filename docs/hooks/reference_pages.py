@@ -17,7 +17,7 @@ WHERE = {"Cluster": "clusters.<name>", "LocalCluster": "clusters.<name>.local", 
          "SecretRef": "clusters.<name>.security.password (and key_password)", "Flow": "flows.<name>",
          "Transform": "flows.<name>.transform", "Pipeline": "pipeline", "Stretch": "stretch",
          "StretchDC": "stretch.dcs.<name>", "StretchTopic": "stretch.topics.<name>", "StretchGuard": "stretch.guard",
-         "Topology": "the top level"}
+         "Topology": "the top level of the file"}
 """Where each model of the schema sits in the file."""
 
 
@@ -39,11 +39,15 @@ def pages() -> dict[str, str]:
     from geokafka.cli.main import cli
     from geokafka.errors import GeokafkaError
     from geokafka.monitoring.metrics import STATES, render_metrics
+    from geokafka.topology import _yaml, schema
     from geokafka.topology.schema import Topology
 
+    reference.PATTERN_NAMES[schema._NAME] = "name"
     return {
         "reference/cli.md": reference.cli_page(cli),
-        "reference/topology.md": reference.topology_page(Topology, WHERE),
+        "reference/topology.md": reference.topology_page(
+            Topology, WHERE, f"A file is at most {_yaml.MAX_FILE_BYTES // 1024 // 1024} MiB, {_yaml.MAX_DEPTH} levels deep "
+                             f"and {_yaml.MAX_VALUES:,} values."),
         "reference/metrics.md": reference.metrics_page(render_metrics(full_report()), STATES),
         "reference/exit-codes.md": reference.exit_codes_page(GeokafkaError),
     }

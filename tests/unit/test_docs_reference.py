@@ -79,10 +79,10 @@ def test_adding_a_cli_option_changes_the_page() -> None:
         """Wait for something."""
 
     before = reference.cli_page(tool, "tool")
-    wait.params.append(click.Option(["--dry-run"], is_flag=True, help="change nothing"))
+    wait.params.append(click.Option(["--dry-run"], is_flag=True, help="change nothing (see <flow>)"))
     after = reference.cli_page(tool, "tool")
     assert before != after
-    assert "| `--dry-run` | flag | off | change nothing |" in after
+    assert "| `--dry-run` | flag | off | change nothing (see &lt;flow&gt;) |" in after  # not an HTML tag
     assert "| `--timeout` | `FLOAT RANGE` (x>=0.1) | `5.0` | seconds to wait |" in after
 
 
