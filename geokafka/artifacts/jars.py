@@ -107,7 +107,7 @@ def sink_jar() -> Path:
         return jar
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise EnvironmentError_("mvn not found on PATH: install Maven to build geokafka's Spark sink")
+        raise EnvironmentError_("mvn not found on PATH: install Maven to build geokafka's Spark source and sink")
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".geokafka-spark-", dir=target.parent))
     cmd = [mvn, "-q", "-B", "-f", str(SINK_MODULE / "pom.xml"), "package", f"-Dpyspark.jars={spark_jars}",
@@ -119,7 +119,7 @@ def sink_jar() -> Path:
         errors = [line for line in (result.stdout + result.stderr).splitlines() if "ERROR" in line]
         # javac's own lines name the file and line; Maven's first one only says "COMPILATION ERROR :"
         errors = [line for line in errors if ".java:[" in line] or errors
-        raise EnvironmentError_(f"mvn could not build geokafka's Spark sink ({SINK_MODULE}): "
+        raise EnvironmentError_(f"mvn could not build geokafka's Spark source and sink ({SINK_MODULE}): "
                                 f"{(errors or ['no jar built'])[0].strip()}")
     built.rename(staging / "geokafka-spark.jar")
     shutil.rmtree(staging / "build", ignore_errors=True)

@@ -52,7 +52,7 @@ class ClusterConnection:
         return {f"kafka.{k}": v for k, v in self.java_client().items()}
 
     def java_client(self) -> dict[str, str]:
-        """Settings for Java Kafka clients (geokafka's Spark sink): bootstrap and security. May hold secrets."""
+        """Settings for Java Kafka clients (geokafka's Spark source and sink): bootstrap and security. May hold secrets."""
         return {"bootstrap.servers": self.bootstrap, **_java_security(self.name, self.security)}
 
 
