@@ -120,7 +120,8 @@ def spark():  # type: ignore[no-untyped-def]
     """One local SparkSession with the Kafka connector, shared by every test."""
     from geokafka.pipeline.spark_session import get_spark
 
-    session = get_spark("local[2]", "geokafka-tests")
+    # real-time mode runs every partition group of every flow at once: room for a mirror of four groups
+    session = get_spark("local[4]", "geokafka-tests")
     yield session
     session.stop()
 

@@ -166,3 +166,16 @@ def read_all(conn: ClusterConnection, topic: str, timeout_s: float = 30.0, isola
         return sorted(out, key=lambda r: (r.partition, r.offset))
     finally:
         consumer.close()
+
+
+def throttle_producer(conn: ClusterConnection, client_id: str, bytes_per_s: int) -> None:
+    """A broker quota on ``conn`` for the producer ``client_id`` (``kafka-configs --entity-type clients``): the
+    broker delays its produce responses so that it writes at most ``bytes_per_s``. Nobody else is affected."""
+    import subprocess
+
+    from geokafka.artifacts.jars import kafka_classpath
+
+    cmd = ["java", "-Xmx192m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", kafka_classpath(),
+           "kafka.admin.ConfigCommand", "--bootstrap-server", conn.bootstrap, "--alter", "--entity-type", "clients",
+           "--entity-name", client_id, "--add-config", f"producer_byte_rate={bytes_per_s}"]
+    subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)

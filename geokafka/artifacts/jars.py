@@ -173,12 +173,41 @@ def _check_pinned(jars: JarSet) -> None:
         raise EnvironmentError_(f"{jars.pom.name} pins {found and found.group(1)}, geokafka expects {jars.version}")
 
 
-def main() -> None:
-    """``python -m geokafka.artifacts.jars``: fetch every jar set (used by ./run)."""
+def run_jvm_tests() -> int:
+    """The jvm module's JUnit tests (``mvn test``, built in a temporary folder): 0 when they pass; else
+    prints each failed test's first line and the summary."""
+    kafka_clients = next(iter(sorted(jar_dir(SPARK_KAFKA).glob("kafka-clients-*.jar"))))
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise EnvironmentError_("mvn not found on PATH: install Maven to test geokafka's Spark source and sink")
+    with tempfile.TemporaryDirectory(prefix="geokafka-jvm-test-") as build:
+        cmd = [mvn, "-q", "-B", "-f", str(SINK_MODULE / "pom.xml"), "test", f"-Dpyspark.jars={_pyspark_jars()}",
+               f"-Dkafka.clients.jar={kafka_clients}", f"-Dbuild.dir={build}"]
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        reports = sorted(Path(build, "surefire-reports").glob("*.txt"))
+        counts = [line for r in reports for line in r.read_text().splitlines() if line.startswith("Tests run:")]
+        if result.returncode != 0:
+            lines = (result.stdout + result.stderr).splitlines()
+            shown = [line for line in lines if "<<< FAILURE" in line or "<<< ERROR" in line or ".java:[" in line]
+            print("\n".join((shown or lines[-20:])[:40]))
+            return result.returncode
+    total = sum(int(line.split(",")[0].split(":")[1]) for line in counts)
+    print(f"jvm module: {total} JUnit tests passed")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    """``python -m geokafka.artifacts.jars``: fetch every jar set (used by ./run); ``--test``: run the jvm
+    module's JUnit tests."""
+    if argv == ["--test"]:
+        return run_jvm_tests()
     for jar_set in (KAFKA, SPARK_KAFKA):
         print(f"{jar_set.name} {jar_set.version}: {jar_dir(jar_set)}")
     print(f"geokafka-spark: {sink_jar()}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

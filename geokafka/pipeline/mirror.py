@@ -77,6 +77,10 @@ def mirror(
                 on_signals.enter_context(stop_on_signals(stop))
                 for future in prepared:
                     future.result()
+            if spark is not None and not _enough_slots(spark, topology, groups * len(names)):
+                micro = topology.model_copy(update={"pipeline": pipeline.model_copy(update={"mode": "micro-batch"})})
+                for runner in runners:
+                    runner.topology = micro
             for runner in runners:
                 runner.spark = spark
             while spark is not None and not stop.is_set() and (deadline is None or time.monotonic() < deadline):
@@ -100,6 +104,24 @@ def mirror(
         if isinstance(first, GeokafkaError):
             raise first
     return runners
+
+
+def _enough_slots(spark: object, topology: Topology, needed: int) -> bool:
+    """False when real-time mode would have fewer task slots than partition groups (a Spark application shared
+    with other work, a cluster with fewer cores than configured): a group's task would wait for a whole batch,
+    so the mirror runs micro-batches instead, and says so once."""
+    if topology.pipeline.mode != "real-time":
+        return True
+    try:
+        slots = int(spark.sparkContext.defaultParallelism)  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - a JVM that went away: the start fails on its own
+        return True
+    if slots >= needed:
+        return True
+    log.warning("real-time mode needs a task slot for each of the %d partition groups, and this Spark application "
+                "has %d: running micro-batches instead (give the master more cores, or set pipeline.groups lower)",
+                needed, slots)
+    return False
 
 
 def _stopping(stop: threading.Event) -> bool:

@@ -8,7 +8,7 @@ import time
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
-from kafka_util import create_topic, numbered_records, produce, read_all
+from kafka_util import create_topic, numbered_records, produce, read_all, throttle_producer
 from pipeline_util import running_mirror, wait_for, with_flows
 
 from geokafka.errors import DataLossError, RecordTooLargeError
@@ -64,13 +64,19 @@ def test_truncated_source_stops_unless_gaps_are_skipped(base_topology, east, wes
     assert values == [r["value"] for r in numbered_records(100, 1, size=20)] + [r.value for r in read_all(east, topic)]
 
 
-def _truncate_while_replicating(base_topology, east, west, topic: str, skip_gaps: bool):
-    """Replicate 20,000 records in small, slow batches and delete the source's first 15,000 while the
-    flow is still far behind; returns the flow's runner and the target's values."""
+def _truncate_while_replicating(base_topology, east, west, topic: str, skip_gaps: bool, mode: str):
+    """Replicate 20,000 records slowly and delete the source's first 15,000 while the flow is still far
+    behind; returns the flow's runner and the target's values. Micro-batches are kept small and slow; in
+    real-time mode, where a group's task reads as fast as it can write, the target throttles the writer's
+    producer (a broker quota on its client id) and its buffer is small, so the reader waits for it."""
     create_topic(east, topic, partitions=1, rf=3)
     produce(east, topic, numbered_records(20_000, 1, size=1000))
-    slow = base_topology.model_copy(update={"pipeline": base_topology.pipeline.model_copy(
-        update={"max_records_per_batch": 500, "trigger_ms": 1000})})
+    client_id = f"{topic}-writer"
+    slow = base_topology.model_copy(update={"pipeline": base_topology.pipeline.model_copy(update={
+        "mode": mode, "max_records_per_batch": 500, "trigger_ms": 1000,
+        "producer_config": {"client.id": client_id, "buffer.memory": "1048576", "batch.size": "65536"}})})
+    if mode == "real-time":
+        throttle_producer(west, client_id, 500_000)
     topology = with_flows(slow, live={"source": "east", "target": "west", "topics": [topic], "skip_gaps": skip_gaps})
     with running_mirror(topology, expect_flow_errors=not skip_gaps) as runners:
         wait_for(lambda: read_all(west, f"east.{topic}", timeout_s=5), 90, "the first records")
@@ -86,9 +92,10 @@ def _truncate_while_replicating(base_topology, east, west, topic: str, skip_gaps
     return runner, [r.value for r in read_all(west, f"east.{topic}")]
 
 
-def test_source_truncated_while_replicating_stops_the_flow_without_a_gap(base_topology, east, west, unique):
+@pytest.mark.parametrize("mode", ["real-time", "micro-batch"])
+def test_source_truncated_while_replicating_stops_the_flow_without_a_gap(base_topology, east, west, unique, mode):
     topic = unique("trunc-live")
-    runner, target = _truncate_while_replicating(base_topology, east, west, topic, skip_gaps=False)
+    runner, target = _truncate_while_replicating(base_topology, east, west, topic, skip_gaps=False, mode=mode)
     # the flow stops on a data loss named from the replicated position, never replicating past it
     assert isinstance(runner.error, DataLossError)
     assert f"{topic}/0 offsets {len(target)}..14999" in str(runner.error) and "skip_gaps" in str(runner.error)
@@ -98,7 +105,7 @@ def test_source_truncated_while_replicating_stops_the_flow_without_a_gap(base_to
 
 def test_source_truncated_while_replicating_is_skipped_and_counted_with_skip_gaps(base_topology, east, west, unique):
     topic = unique("trunc-skip")
-    runner, target = _truncate_while_replicating(base_topology, east, west, topic, skip_gaps=True)
+    runner, target = _truncate_while_replicating(base_topology, east, west, topic, skip_gaps=True, mode="real-time")
     values = [r["value"] for r in numbered_records(20_000, 1, size=1000)]
     before = len(target) - 5_000  # what was replicated before the gap, then everything from 15,000
     assert 0 < before < 15_000
