@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import click
 
 from geokafka.cli.context import CliContext, pass_ctx
-from geokafka.cli.interrupts import terminate_as_interrupt
 from geokafka.errors import TopologyError
+from geokafka.infra.signals import stop_on_signals
 
 
 @click.command()
@@ -46,13 +47,14 @@ def guard(ctx: CliContext, dry_run: bool, duration: float | None, grace_s: float
     def say(text: str) -> None:
         ctx.info(f"[bold cyan]{time.monotonic() - started:7.1f}s[/] {text}")
 
-    with terminate_as_interrupt():
-        try:
-            run = run_guard(connection(ctx.topology, stretch.cluster), settings, quorum, dry_run=dry_run,
-                            interval_s=stretch.guard.interval_s, duration_s=duration, say=say)
-        except KeyboardInterrupt:
-            ctx.info("guard stopped")
-            return
+    # SIGINT and SIGTERM stop the guard between its looks (never a KeyboardInterrupt inside a Kafka client's
+    # callback, which can leave the client hanging); a second one stops at once
+    with stop_on_signals(keep=True, on_second=lambda: os._exit(130)) as stop:
+        run = run_guard(connection(ctx.topology, stretch.cluster), settings, quorum, dry_run=dry_run,
+                        interval_s=stretch.guard.interval_s, duration_s=duration, say=say, stop=stop)
+    if stop.is_set():
+        done = sum(1 for _, _, outcome in run.actions if outcome == "done")
+        ctx.info(f"guard stopped: {done} actions taken, {len(run.events)} events")
     if ctx.json_output:
         ctx.emit({"dry_run": run.dry_run, "events": [{"at_ms": at, "text": t} for at, t in run.events],
                   "actions": [{"at_ms": at, **a.to_dict(), "outcome": o} for at, a, o in run.actions]})

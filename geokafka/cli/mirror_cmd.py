@@ -61,7 +61,9 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
 
     \b
     Each flow is one Structured Streaming query in one Spark application (pipeline.master;
-    local[16] by default: 16 task threads). Per flow:
+    local[*] by default: a task thread per core), its source partitions split into a few
+    partition groups (pipeline.groups; one Spark task, one consumer and one transactional
+    producer each), in real-time mode by default (pipeline.mode). Per flow:
     - topics: include regexes minus exclude regexes, re-evaluated every pipeline.topic_refresh_s;
       internal topics (__consumer_offsets, __transaction_state, _schemas, connect-*,
       *-changelog, *-repartition, geokafka's own) are never replicated.
@@ -71,15 +73,17 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
     - fidelity: partition, order, key, value, headers, timestamp, null keys and tombstones
       are preserved; only committed transactional records are read (read_committed).
     - target topics are created with the source's partition count and configs first.
-    - exactly once: each batch of a source partition is one Kafka transaction on the target,
-      together with its progress record in __geokafka_state; kill -9 and restart at any time.
+    - exactly once: each commit of a partition group (every pipeline.commit_interval_ms) is one
+      Kafka transaction on the target, holding its records and the progress record of every
+      partition that moved (in __geokafka_state); kill -9 and restart at any time.
     - failures: broker restarts and a target that is down are retried with backoff; data loss
       (truncated or re-created source), an oversize record, auth errors and partition
       mismatches stop the flow with an error naming topic, partition and offsets
       (skip_gaps: true logs and counts gaps instead).
     - transform (optional): filter / key / value as Spark SQL expressions.
     Progress: a live table on a terminal, one line per flow otherwise (on each state change and
-    every 10 s). Ctrl-C or SIGTERM stops every flow cleanly and prints the same summary.
+    every 10 s). Ctrl-C or SIGTERM stops every flow cleanly within about 10 s and prints the same
+    summary; a second one stops at once (the next start fences the writers).
     """
     # Ctrl-C and SIGTERM stop the flows; a second Ctrl-C changes nothing, even one that arrives
     # as the process exits (ignored from the end of the block on).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -101,12 +102,14 @@ def dashboard(ctx: CliContext, flows: tuple[str, ...], host: str, port: int, int
     from geokafka.monitoring.dashboard import Dashboard
 
     board = Dashboard(ctx.topology, list(flows) or None, host, port, interval, history_min * 60)
-    with stop_on_signals() as stop, board:
+    started = time.monotonic()
+    with stop_on_signals(keep=True, on_second=lambda: os._exit(130)) as stop, board:
         ctx.info(f"dashboard on {board.url} (metrics: {board.url}metrics); Ctrl-C to stop")
         ctx.emit({"url": board.url, "metrics": f"{board.url}metrics", "api": f"{board.url}api/status"})
         sys.stdout.flush()
         while not stop.wait(0.5):
             pass
+    ctx.info(f"dashboard stopped after {time.monotonic() - started:.0f} s")
 
 
 COMMANDS = [status, dashboard]

@@ -26,7 +26,7 @@ someone changed it meanwhile: then it is left alone and said) and elects the pre
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from geokafka.guard.model import Action, Broker, ClusterView, DcState, GuardMemory, Lowered
 
@@ -135,6 +135,13 @@ class DcLossPolicy:
         if action.kind == "lower-min-isr":
             self.memory.lowered.pop(action.topic, None)
 
+    def simulated(self, action: Action) -> None:
+        """``action`` was only said (a dry run): the cluster keeps its setting, and the guard remembers it did
+        not change it (so the DC's return is not mistaken for someone else's change)."""
+        low = self.memory.lowered.get(action.topic)
+        if action.kind == "lower-min-isr" and low is not None:
+            self.memory.lowered[action.topic] = replace(low, applied=False)
+
     # -- return ------------------------------------------------------------------------------
 
     def _restore(self, view: ClusterView, decision: Decision) -> None:
@@ -146,9 +153,11 @@ class DcLossPolicy:
                 continue  # the DC's replicas are still catching up
             del self.memory.lowered[topic]
             current = view.min_isr.get(topic)
-            if current != low.lowered:
-                decision.events.append(f"{topic}: min.insync.replicas is {current}, not the {low.lowered} the guard "
-                                       f"set: someone changed it, so it is left alone")
+            expected = low.lowered if low.applied else low.original  # a dry run changed nothing
+            if current != expected:
+                set_by = f"the {low.lowered} the guard set" if low.applied else f"the {low.original} it had"
+                decision.events.append(f"{topic}: min.insync.replicas is {current}, not {set_by}: someone changed "
+                                       "it, so it is left alone")
                 continue
             decision.actions.append(Action(
                 "restore-min-isr", topic, low.dc, low.original, low.lowered,

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from geokafka.control.connection import ClusterConnection
 from geokafka.errors import GeokafkaError
@@ -15,6 +16,7 @@ from geokafka.guard.decide import DcLossPolicy, GuardSettings
 from geokafka.guard.journal import Entry, Journal, known_brokers, members_text, outstanding
 from geokafka.guard.model import Action, Broker, ClusterView, GuardMemory
 from geokafka.guard.observe import ClusterReader, wait_for_brokers
+from geokafka.infra.threads import in_thread, result_unless_stopped
 
 log = logging.getLogger("geokafka.guard")
 
@@ -76,7 +78,12 @@ def run_guard(
         refresh = True
         while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
             try:
-                view = reader.observe(brokers, refresh_configs=refresh)
+                # on a thread of its own: a look at a cluster that lost a DC can take its time-outs, and a stop
+                # must not wait for them
+                looked, view = result_unless_stopped(
+                    in_thread(partial(reader.observe, dict(brokers), refresh_configs=refresh), "guard-observe"), stop)
+                if not looked or view is None:
+                    break
             except GeokafkaError as exc:
                 _event(run, journal, say, f"cluster not readable: {exc}", dry_run=True)  # journal needs the cluster
                 stop.wait(interval_s)
@@ -94,6 +101,8 @@ def run_guard(
             for action in decision.actions:
                 if not _act(run, journal, actor, action, view, say, dry_run):
                     policy.failed(action)
+                elif dry_run:
+                    policy.simulated(action)
             stop.wait(interval_s)
     finally:
         reader.close()

@@ -74,6 +74,8 @@ class Lowered:
     original: int
     lowered: int
     at_ms: int
+    applied: bool = True
+    """False in a dry run: the guard only said it would lower it, so the cluster still has ``original``."""
 
 
 DcState = Literal["up", "suspect", "lost", "returning"]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
 @contextmanager
-def stop_on_signals(stop: threading.Event | None = None, keep: bool = False) -> Iterator[threading.Event]:
+def stop_on_signals(stop: threading.Event | None = None, keep: bool = False,
+                    on_second: Callable[[], None] | None = None) -> Iterator[threading.Event]:
     """Within the block, Ctrl-C (SIGINT) and SIGTERM set ``stop`` (a new event if None), which this
     yields, instead of raising; the previous handlers come back at the end (blocks nest), unless
     ``keep``: for a command whose process ends with the block, Ctrl-C is then ignored until the
@@ -20,13 +21,20 @@ def stop_on_signals(stop: threading.Event | None = None, keep: bool = False) -> 
     For loops that call Kafka clients or Spark: a KeyboardInterrupt raised while a client runs a
     Python callback leaves the client broken (seen: a SystemError out of a librdkafka callback, and
     a ``status --watch`` that never exited). Off the main thread it only yields the event (signal
-    handlers belong to the main thread).
+    handlers belong to the main thread). ``on_second``: called when a signal comes while ``stop`` is
+    already set (a second Ctrl-C or SIGTERM: stop at once).
     """
     event = stop if stop is not None else threading.Event()
     if threading.current_thread() is not threading.main_thread():
         yield event
         return
-    previous = {sig: signal.signal(sig, lambda *_: event.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def handle(*_: object) -> None:
+        if event.is_set() and on_second is not None:
+            on_second()
+        event.set()
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield event
     finally:

@@ -77,7 +77,9 @@ class StatusSampler:
         """Stop sampling and close the Kafka clients."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(30)
+            self._thread.join(5)  # a look at a cluster that does not answer is left to its time-outs
+            if self._thread.is_alive():
+                return  # its clients go with the process
         self.collector.close()
 
     def api_status(self) -> dict[str, Any]:

@@ -1,26 +1,69 @@
-"""Run a topology's flows in one Spark application until stopped (SIGINT/SIGTERM or a deadline)."""
+"""Run a topology's flows in one Spark application until stopped (SIGINT/SIGTERM or a deadline).
+
+Each flow is supervised on its own: its runner ticks on a thread of its own (a start that waits on a
+cluster that died delays that flow only) and its periodic jobs on threads of their own. A flow's
+failure of any kind is that flow's state, never the process's; only Spark's JVM failing (out of
+memory, or gone) ends every flow, with the error naming it.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
+from typing import Any
 
+from geokafka import errors
 from geokafka.control.state_store import release_state_producers
-from geokafka.errors import GeokafkaError
 from geokafka.infra.signals import stop_on_signals
 from geokafka.pipeline.runner import FlowRunner
-from geokafka.pipeline.schedule import FlowState
 from geokafka.pipeline.slots import groups_per_flow, master_with_slots, task_slots
-from geokafka.pipeline.spark_session import get_spark
+from geokafka.pipeline.spark_session import get_spark, jvm_exit, spark_jvm
 from geokafka.topology.schema import Topology
 
 TickCallback = Callable[[list[FlowRunner]], None]
 
 log = logging.getLogger(__name__)
+
+TICK_S = 0.5
+STOP_S = 8.0
+"""A stop (SIGINT, SIGTERM, a deadline) waits this long for the flows, then leaves what is left to exit:
+a service manager's SIGKILL usually follows 10 s after its SIGTERM."""
+
+
+class FlowSupervisor:
+    """One flow's runner, ticking on a thread of its own until the mirror stops; then it stops the flow."""
+
+    def __init__(self, runner: FlowRunner, stop: threading.Event) -> None:
+        self.runner = runner
+        self._stop = stop
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"flow {runner.name}", daemon=True)
+
+    def start(self) -> FlowSupervisor:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    self.runner.tick()
+                except errors.GeokafkaError as exc:
+                    self.runner.fail(exc)
+                except Exception as exc:  # a bug in one flow must not end the others
+                    log.debug("flow %s", self.runner.name, exc_info=True)
+                    self.runner.fail(errors.GeokafkaError(f"flow {self.runner.name}: {type(exc).__name__}: {exc}"))
+                if self.runner.status.final:
+                    break
+                self._stop.wait(TICK_S)
+            self.runner.stop()
+        finally:
+            self.done.set()
 
 
 def mirror(
@@ -32,7 +75,8 @@ def mirror(
 ) -> list[FlowRunner]:
     """Run flows (all when ``flow_names`` is empty) until stopped; return their final runners.
 
-    Raises the first flow's error when every flow stopped on an error.
+    Raises the first flow's error when every flow stopped on an error, and a
+    :class:`~geokafka.errors.JvmFatalError` when Spark's JVM failed under them.
     """
     names = flow_names or sorted(topology.flows)
     for name in names:
@@ -40,80 +84,105 @@ def mirror(
     pipeline = topology.pipeline
     slots = task_slots(pipeline.master, pipeline.spark_conf)
     groups = groups_per_flow(pipeline.groups, slots, len(names))
-    master = pipeline.master
-    if pipeline.mode == "real-time":
-        master = master_with_slots(master, groups * len(names))
-        if slots is not None and slots < groups * len(names) and master == pipeline.master:
-            log.warning("real-time mode runs %d tasks at once (%d flows x %d groups) but %s has %d task slots: "
-                        "groups without a slot wait for a batch's end", groups * len(names), len(names), groups,
-                        master, slots)
-    runners = [FlowRunner(None, topology, name, group_count=groups) for name in names]
+    master = master_with_slots(pipeline.master, groups * len(names)) if pipeline.mode == "real-time" else pipeline.master
+    runners = [FlowRunner(topology, name, group_count=groups) for name in names]
     for runner in runners:
         runner.startup.reached("command started")
     deadline = None if duration_s is None else time.monotonic() + duration_s
-    # Ctrl-C and SIGTERM both stop the flows cleanly, so both end with the same summary; a second
-    # one while they stop is ignored (our handlers stay until the runners have stopped).
+    fatal: errors.JvmFatalError | None = None
     with ExitStack() as on_signals:
-        stop = on_signals.enter_context(stop_on_signals(stop_event))
+        # Ctrl-C and SIGTERM stop the flows cleanly, with the same summary; a second one stops at once
+        stop = on_signals.enter_context(stop_on_signals(stop_event, on_second=_stop_at_once))
+        # each flow's start prepares (clusters, topics, fencing, progress) while Spark starts
+        supervisors = [FlowSupervisor(runner, stop).start() for runner in runners]
         try:
+            spark_start = time.monotonic()
+            try:
+                spark = get_spark(master, "geokafka-mirror", pipeline.spark_conf, quick_jit=pipeline.jit == "quick")
+            except Exception:
+                if not _stopping(stop):
+                    raise
+                spark = None
             for runner in runners:
-                runner.status = FlowState.RETRYING  # first start goes through the same retry/fatal handling
-            # The control plane's half of each start (fencing first: a killed writer's open
-            # transaction blocks read_committed readers of the target until it is aborted) runs
-            # while Spark starts, which takes most of a start's time.
-            with ThreadPoolExecutor(max_workers=min(4, len(runners)) or 1, thread_name_prefix="prepare") as pool:
-                prepared = [pool.submit(runner.try_prepare) for runner in runners]
-                spark_start = time.monotonic()
-                try:
-                    spark = get_spark(master, "geokafka-mirror", pipeline.spark_conf,
-                                      quick_jit=pipeline.jit == "quick")
-                except Exception:
-                    if not _stopping(stop):
-                        raise
-                    spark = None
-                for runner in runners:
-                    runner.startup.took("Spark session", time.monotonic() - spark_start)
-                # PySpark's SparkContext put its own SIGINT handler in place of ours: ours again
-                on_signals.enter_context(stop_on_signals(stop))
-                for future in prepared:
-                    future.result()
+                runner.startup.took("Spark session", time.monotonic() - spark_start)
+            # PySpark's SparkContext put its own SIGINT handler in place of ours: ours again
+            on_signals.enter_context(stop_on_signals(stop, on_second=_stop_at_once))
             if spark is not None and not _enough_slots(spark, topology, groups * len(names)):
                 micro = topology.model_copy(update={"pipeline": pipeline.model_copy(update={"mode": "micro-batch"})})
                 for runner in runners:
                     runner.topology = micro
-            for runner in runners:
-                runner.spark = spark
-            while spark is not None and not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+            if spark is not None:
                 for runner in runners:
-                    try:
-                        runner.tick()
-                    except Exception:
-                        if not _stopping(stop):
-                            raise
+                    runner.spark = spark
+                    runner.spark_ready.set()
+            while spark is not None and not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+                fatal = _jvm_failure()
+                if fatal is not None:
+                    for runner in runners:
+                        runner.fail(fatal)
+                    break
                 if on_tick is not None:
                     on_tick(runners)
-                if all(r.status.final for r in runners):
+                if all(s.done.is_set() for s in supervisors):
                     break
-                stop.wait(0.5)
+                stop.wait(TICK_S)
         finally:
+            stop.set()
             for runner in runners:
-                runner.stop()
+                runner.request_stop()  # a start that waits for Spark gives up
+            _wait_for(supervisors, STOP_S)
             release_state_producers()
-    if all(r.status == FlowState.ERROR for r in runners):
+    if fatal is not None:
+        raise fatal
+    if all(r.status == "error" for r in runners):
         first = runners[0].error
-        if isinstance(first, GeokafkaError):
+        if isinstance(first, errors.GeokafkaError):
             raise first
     return runners
 
 
-def _enough_slots(spark: object, topology: Topology, needed: int) -> bool:
+def _wait_for(supervisors: list[FlowSupervisor], timeout_s: float) -> None:
+    """Every flow stopped (side by side: each may wait on its query), or the time is up."""
+    deadline = time.monotonic() + timeout_s
+    for supervisor in supervisors:
+        supervisor.done.wait(max(0.0, deadline - time.monotonic()))
+    late = [s.runner.name for s in supervisors if not s.done.is_set()]
+    if late:
+        log.warning("flows %s did not stop within %.0f s; their writers are fenced by the next start or by "
+                    "failover", ", ".join(late), timeout_s)
+
+
+def _jvm_failure() -> errors.JvmFatalError | None:
+    """Spark's JVM ended under the flows (``-XX:+ExitOnOutOfMemoryError`` makes one out of memory do so)."""
+    code = jvm_exit()
+    if code is None:
+        return None
+    if code == 3:  # HotSpot's exit status after ExitOnOutOfMemoryError
+        return errors.JvmFatalError(
+            "Spark's JVM ran out of memory (java.lang.OutOfMemoryError) and exited; raise spark.driver.memory "
+            "(and spark.executor.memory) in pipeline.spark_conf, or run fewer partition groups per process")
+    return errors.JvmFatalError(f"Spark's JVM exited with status {code} under the running flows")
+
+
+def _stop_at_once() -> None:
+    """A second SIGINT/SIGTERM: end Spark's JVM and this process now (the next start fences the writers)."""
+    jvm = spark_jvm()
+    if jvm is not None:
+        try:
+            os.kill(jvm, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    os._exit(130)
+
+
+def _enough_slots(spark: Any, topology: Topology, needed: int) -> bool:
     """False when real-time mode would have fewer task slots than partition groups (a Spark application shared
     with other work, a cluster with fewer cores than configured): a group's task would wait for a whole batch,
     so the mirror runs micro-batches instead, and says so once."""
     if topology.pipeline.mode != "real-time":
         return True
     try:
-        slots = int(spark.sparkContext.defaultParallelism)  # type: ignore[attr-defined]
+        slots = int(spark.sparkContext.defaultParallelism)
     except Exception:  # noqa: BLE001 - a JVM that went away: the start fails on its own
         return True
     if slots >= needed:
@@ -135,3 +204,4 @@ def _stopping(stop: threading.Event) -> bool:
         log.info("Spark's JVM went away after the stop signal; stopping the flows without it")
         return True
     return False
+

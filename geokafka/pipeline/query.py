@@ -20,9 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from geokafka import contract
+from geokafka import contract, errors
 from geokafka.control.connection import ClusterConnection
 from geokafka.pipeline.assignment import Assignment
+from geokafka.pipeline.failures import classify
 from geokafka.pipeline.spark_session import is_local
 from geokafka.topology.schema import Flow, Pipeline, Transform
 
@@ -193,6 +194,16 @@ class FlowQuery:
         for epoch in epochs:
             self._on_batch(int(epoch["epoch"]), epoch["partitions"])
         return len(epochs)
+
+    def failure_error(self) -> errors.GeokafkaError:
+        """Why the query stopped, as the geokafka error it stands for (see :mod:`geokafka.pipeline.failures`)."""
+        found = self.failure()
+        if found is None:
+            return errors.KafkaOperationError(f"flow {self.flow_name}: the query stopped")
+        java_exception, typed = found
+        if not hasattr(java_exception, "getCause"):  # a Python-side failure
+            return errors.KafkaOperationError(str(java_exception).splitlines()[0][:300])
+        return classify(java_exception, typed, self._spark.sparkContext._jvm)
 
     def failure(self) -> tuple[Any, dict[str, Any] | None] | None:
         """The query's failure: (the Java exception, the source's or sink's typed failure in its causes or None)."""

@@ -9,7 +9,7 @@ import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from geokafka.artifacts.jars import sink_jar, spark_kafka_jars
 from geokafka.artifacts.spark_home import spark_home
@@ -96,7 +96,10 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
             driver_options.extend(java_options(jars))
     else:
         builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
-    extra = extra_jvm_options(quick_jit, SPARK_JVM_OPTIONS_ENV, full_jit=LATE_OPTIMIZING_JIT)
+    # an OutOfMemoryError ends the JVM (the mirror then names it and stops every flow) instead of leaving a
+    # JVM whose threads died one by one reported as running
+    extra = ["-XX:+ExitOnOutOfMemoryError",
+             *extra_jvm_options(quick_jit, SPARK_JVM_OPTIONS_ENV, full_jit=LATE_OPTIMIZING_JIT)]
     builder = builder.config("spark.driver.extraJavaOptions", " ".join([*driver_options, *extra]))
     builder = builder.config("spark.executor.extraJavaOptions", " ".join([log_conf, *extra]))
     for key, value in {**_DEFAULTS, **(conf or {})}.items():
@@ -105,6 +108,26 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _gateway_process() -> Any:
+    """The process of this interpreter's Spark JVM (py4j's gateway), or None."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    return None if gateway is None else getattr(gateway, "proc", None)
+
+
+def spark_jvm() -> int | None:
+    """The pid of this interpreter's Spark JVM, or None when none was started."""
+    proc = _gateway_process()
+    return None if proc is None else int(proc.pid)
+
+
+def jvm_exit() -> int | None:
+    """The exit status of this interpreter's Spark JVM once it ended, None while it runs (or none started)."""
+    proc = _gateway_process()
+    return None if proc is None else proc.poll()
 
 
 def _start_context(builder: SparkSession.Builder) -> None:

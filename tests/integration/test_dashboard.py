@@ -49,8 +49,9 @@ def records(n: int, partitions: int, start: int = 0) -> list[dict]:
 
 
 def slow(topology: Topology) -> Topology:
-    """At most 20 records per half-second batch, so lag visibly drains over the samples."""
-    pipeline = topology.pipeline.model_copy(update={"trigger_ms": 500, "max_records_per_batch": 20})
+    """At most 20 records per half-second micro-batch, so lag visibly drains over the samples."""
+    pipeline = topology.pipeline.model_copy(update={"mode": "micro-batch", "trigger_ms": 500,
+                                                    "max_records_per_batch": 20})
     return topology.model_copy(update={"pipeline": pipeline})
 
 

@@ -1,6 +1,8 @@
-"""`geokafka mirror` when not on a terminal (a log, a pipe, systemd): plain progress lines while it
-runs, and the same clean stop and summary on Ctrl-C (SIGINT) as on SIGTERM, also when the signal
-reaches Spark's JVM too (systemd's default stop signals every process of the service)."""
+"""The long-running commands as a service manager runs them (a log, a pipe, systemd): `geokafka mirror`
+prints plain progress lines while it runs, and `mirror`, `guard` and `dashboard` stop within 10 s of
+SIGTERM or Ctrl-C (SIGINT) with their summary, also when the signal reaches Spark's JVM too (systemd's
+default stop signals every process of the service), leaving no process behind; a second signal stops
+at once. (A service manager sends SIGKILL 10 s after its SIGTERM.)"""
 
 from __future__ import annotations
 
@@ -21,13 +23,49 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 GEOKAFKA = Path(sys.executable).with_name("geokafka")
 
 
+STOP_S = 10.0
+
+
+def left_behind(pgid: int) -> bool:
+    """True while any process of the process group ``pgid`` (the command and what it started) lives."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop_and_time(proc: subprocess.Popen, sigs: list[signal.Signals], group: bool) -> float:
+    """Send ``sigs`` (to the whole process group with ``group``); seconds until the command exited."""
+    started = time.monotonic()
+    for sig in sigs:
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        time.sleep(0.05)  # the second is meant to arrive while the flows stop
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        pass
+    return time.monotonic() - started
+
+
+def wait_for_line(proc: subprocess.Popen, log: Path, line: str, timeout_s: float = 240) -> None:
+    deadline = time.monotonic() + timeout_s
+    while line not in log.read_text() and time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.5)
+    assert line in log.read_text(), log.read_text()[-3000:]
+
+
 @pytest.mark.parametrize(("sigs", "group"), [([signal.SIGINT], False), ([signal.SIGTERM], False),
-                                             ([signal.SIGINT, signal.SIGINT], False), ([signal.SIGTERM], True)],
-                         ids=["ctrl-c", "sigterm", "ctrl-c-twice", "sigterm-to-every-process"])
+                                             ([signal.SIGTERM], True)],
+                         ids=["ctrl-c", "sigterm", "sigterm-to-every-process"])
 def test_mirror_prints_lines_and_stops_with_its_summary(base_topology, east, west, unique, tmp_path, sigs,
                                                         group) -> None:
-    """A second Ctrl-C while the flows stop (Spark's own SIGINT handler was in place then) changes nothing;
-    a SIGTERM to the whole process group (the JVM stops at once, without waiting for geokafka) neither."""
+    """A SIGTERM to the whole process group (the JVM stops at once, without waiting for geokafka) is a clean
+    stop too."""
     topic, flow = unique("console"), unique("console")
     create_topic(east, topic, partitions=2, rf=3)
     produce(east, topic, numbered_records(40, 2))
@@ -37,23 +75,15 @@ def test_mirror_prints_lines_and_stops_with_its_summary(base_topology, east, wes
     log = tmp_path / "mirror.log"
     with log.open("w") as out:
         proc = subprocess.Popen([str(GEOKAFKA), "-f", str(path), "mirror", flow], stdout=out,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=group)
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
-        deadline = time.monotonic() + 240
-        while f"flow {flow}: running, 40 records" not in log.read_text() and time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            time.sleep(0.5)
-        assert f"flow {flow}: running, 40 records" in log.read_text(), log.read_text()[-3000:]
-        for sig in sigs:
-            if group:
-                os.killpg(proc.pid, sig)
-            else:
-                proc.send_signal(sig)
-            time.sleep(0.05)  # the second is meant to arrive while the flows stop
-        assert proc.wait(120) == 0, log.read_text()[-3000:]
+        wait_for_line(proc, log, f"flow {flow}: running, 40 records")
+        took = stop_and_time(proc, sigs, group)
+        assert proc.poll() == 0 and took < STOP_S, (took, log.read_text()[-3000:])
+        assert not left_behind(proc.pid)  # Spark's JVM included
     finally:
-        if proc.poll() is None:
-            proc.kill()
+        if left_behind(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
     text = log.read_text()
     assert text.index(f"flow {flow}: running") < text.index("mirror stopped")  # lines while it runs
     summary = text[text.rindex("mirror stopped"):]
@@ -62,6 +92,65 @@ def test_mirror_prints_lines_and_stops_with_its_summary(base_topology, east, wes
     assert "did not stop cleanly" not in text, text[-2000:]  # Spark stopping on the same signal is no failure
     # neither Spark's start-up lines nor the JVM's reach the console (Spark's stderr is geokafka's info log)
     assert "incubator" not in text and "Setting default log level" not in text, text[:1000]
+
+
+def test_a_second_signal_stops_the_mirror_at_once(base_topology, east, west, unique, tmp_path) -> None:
+    topic, flow = unique("console"), unique("console")
+    create_topic(east, topic, partitions=2, rf=3)
+    topology = with_flows(base_topology, **{flow: {"source": "east", "target": "west", "topics": [topic]}})
+    path = tmp_path / "geokafka.yaml"
+    path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
+    log = tmp_path / "mirror.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(GEOKAFKA), "-f", str(path), "mirror", flow], stdout=out,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        wait_for_line(proc, log, f"flow {flow}: running")
+        took = stop_and_time(proc, [signal.SIGINT, signal.SIGINT], group=False)
+        assert proc.poll() == 130 and took < STOP_S, (took, log.read_text()[-3000:])
+        deadline = time.monotonic() + 5  # Spark's JVM was killed with it
+        while left_behind(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not left_behind(proc.pid)
+    finally:
+        if left_behind(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "Traceback" not in log.read_text()
+
+
+STRETCH_GUARD = {"cluster": "east", "dcs": {"east-a": {"brokers": 1, "controllers": 1},
+                                            "east-b": {"brokers": 1, "controllers": 1},
+                                            "east-c": {"brokers": 1, "controllers": 1}},
+                 "topics": {"replication_factor": 3, "min_insync_replicas": 2}}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "ctrl-c"])
+def test_guard_and_dashboard_stop_within_ten_seconds(base_topology, east, tmp_path, sig) -> None:
+    """The guard watching a stretched cluster (east: one broker per rack) and the dashboard, each stopped
+    while it works, each with its summary and nothing left behind."""
+    data = base_topology.model_dump(mode="json", exclude_defaults=True)
+    data["stretch"] = STRETCH_GUARD
+    path = tmp_path / "geokafka.yaml"
+    path.write_text(yaml.safe_dump(data))
+    for name, args, ready, said in [
+        ("guard", ["guard", "--dry-run"], "guarding east", "guard stopped"),
+        ("dashboard", ["dashboard", "--port", "0"], "dashboard on http://", "dashboard stopped"),
+    ]:
+        log = tmp_path / f"{name}.log"
+        with log.open("w") as out:
+            proc = subprocess.Popen([str(GEOKAFKA), "-f", str(path), *args], stdout=out, stderr=subprocess.STDOUT,
+                                    text=True, start_new_session=True)
+        try:
+            wait_for_line(proc, log, ready, timeout_s=120)
+            time.sleep(2)  # at work: a few looks at the cluster
+            took = stop_and_time(proc, [sig], group=False)
+            assert proc.poll() == 0 and took < STOP_S, (name, took, log.read_text()[-3000:])
+            assert not left_behind(proc.pid)
+        finally:
+            if left_behind(proc.pid):
+                os.killpg(proc.pid, signal.SIGKILL)
+        text = log.read_text()
+        assert said in text and "Traceback" not in text and "KeyboardInterrupt" not in text, text[-2000:]
 
 
 def test_a_stop_of_every_process_while_spark_starts_is_a_clean_stop(base_topology, east, west, unique,

@@ -51,9 +51,9 @@ def test_a_restart_after_kill_minus_nine_unblocks_read_committed_readers(base_to
     produce(east, topic, [{"key": f"k{i}".encode(), "value": b"v" * 200, "partition": i % PARTITIONS}
                           for i in range(TOTAL)])
     topology = with_flows(base_topology, lso={"source": "east", "target": "west", "topics": [topic]})
-    # one long batch committed only at its end: a transaction is open for most of the copy
+    # one long transaction, committed only at its batch's end (30 s): a transaction is open for most of the copy
     pipeline = topology.pipeline.model_copy(update={
-        "max_records_per_batch": TOTAL, "commit_interval_ms": 600_000,
+        "realtime_batch_s": 30, "max_records_per_batch": TOTAL, "commit_interval_ms": 600_000,
         "producer_config": {"transaction.timeout.ms": str(TXN_TIMEOUT_MS)}})
     topology_file = tmp_path / "lso.yaml"
     topology_file.write_text(yaml.safe_dump(topology.model_copy(update={"pipeline": pipeline})

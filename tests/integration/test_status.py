@@ -53,8 +53,9 @@ def with_dead_cluster(topology: Topology, name: str) -> Topology:
 
 
 def slow_pipeline(topology: Topology, trigger_ms: int, max_records: int) -> Topology:
-    """A pipeline that replicates at most ``max_records`` every ``trigger_ms``: lag that lasts."""
-    pipeline = topology.pipeline.model_copy(update={"trigger_ms": trigger_ms, "max_records_per_batch": max_records})
+    """A pipeline that replicates at most ``max_records`` every ``trigger_ms`` (micro-batches): lag that lasts."""
+    pipeline = topology.pipeline.model_copy(update={"mode": "micro-batch", "trigger_ms": trigger_ms,
+                                                    "max_records_per_batch": max_records})
     return topology.model_copy(update={"pipeline": pipeline})
 
 

@@ -12,12 +12,15 @@ from geokafka.control.connection import connection
 from geokafka.control.permissions import transactional_id_prefix
 from geokafka.control.provenance import ORIGIN_HEADER, SOURCE_HEADER, SourcePosition
 from geokafka.control.state_records import STATE_TOPIC, Progress
+from geokafka.control.state_store import InMemoryStateStore
 from geokafka.control.topic_sync import TopicPair
 from geokafka.pipeline.assignment import Assignment
 from geokafka.pipeline.failures import KINDS, failure_error
+from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.groups import plan_generation, split_into_groups
 from geokafka.pipeline.query import sink_options, source_options
 from geokafka.pipeline.runner import FlowRunner
+from geokafka.pipeline.scheduler import ManualScheduler
 from geokafka.topology import parse_topology
 
 SPEC = json.loads(Path(CONTRACT_FILE).read_text(encoding="utf-8"))
@@ -83,10 +86,19 @@ def test_every_option_is_named_as_the_contract_says() -> None:
 
 def test_the_runner_reads_commit_reports_by_the_contracts_names() -> None:
     names = SPEC["commit_summary"]
-    runner = FlowRunner(None, TOPOLOGY, "f")
+    admin = _NoAdmin()
+    runner = FlowRunner(TOPOLOGY, "f", clients=FlowClients(admin, admin, admin, admin),  # type: ignore[arg-type]
+                        store=InMemoryStateStore(), scheduler=ManualScheduler("flow f", lambda: 0.0))
     report = {names["topic"]: "orders", names["partition"]: 1, names["group"]: 0, names["next_offset"]: 12,
               names["state_offset"]: 3, names["written"]: 5, names["duplicates_skipped"]: 0, names["cycle_skipped"]: 0,
               names["filtered"]: 0, names["bytes"]: 500, names["last_timestamp"]: 1700}
     runner._record_batch(1, [report])
     entry = runner.progress[("orders", 1)]
     assert (entry.next_offset, entry.written, entry.bytes, entry.last_timestamp) == (12, 5, 500, 1700)
+
+
+class _NoAdmin:
+    """A flow's clients that are never called here."""
+
+    def close(self) -> None:
+        pass

@@ -1,16 +1,27 @@
-"""FlowRunner's transitions with a fake clock, fake clients and an in-memory state store (no Kafka, no Spark)."""
+"""FlowRunner driven through injected collaborators: a fake clock, fake clients, an in-memory state
+store, a scheduler that runs the jobs inline, a fake start and a fake query (no Kafka, no Spark)."""
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from typing import Any
 
 import pytest
 
 from geokafka import errors
-from geokafka.control.state_records import Role
+from geokafka.control.state_records import Progress, Role
 from geokafka.control.state_store import InMemoryStateStore
-from geokafka.pipeline.runner import FlowClients, FlowRunner
+from geokafka.control.topic_sync import TopicPair
+from geokafka.pipeline.assignment import Assignment
+from geokafka.pipeline.flow_clients import FlowClients
+from geokafka.pipeline.flow_machine import FlowMachine, loss_outcome
+from geokafka.pipeline.flow_start import Prepared
+from geokafka.pipeline.mirror import FlowSupervisor
+from geokafka.pipeline.runner import BatchCallback, FlowRunner
 from geokafka.pipeline.schedule import Backoff, Every, FlowState
+from geokafka.pipeline.scheduler import ManualScheduler, ThreadScheduler
 from geokafka.topology import parse_topology
 
 TOPOLOGY = parse_topology("""\
@@ -18,19 +29,35 @@ clusters:
   east: {bootstrap: 127.0.0.1:1}
   west: {bootstrap: 127.0.0.1:2}
 flows:
-  f: {source: east, target: west, topics: [orders]}
+  f: {source: east, target: west, topics: [orders], sync: []}
 """)
+PAIRS = [TopicPair("orders", "east.orders", 1)]
 
 
 class FakeAdmin:
-    """Answers the one call the runner's watch loop makes on its own (reachability)."""
+    """The calls the runner and its jobs make on their own: reachability, topics, their IDs and offsets."""
 
     def __init__(self) -> None:
         self.reachable = True
+        self.ids = {"orders": "id-1"}
+        self.ranges = {"orders": {0: (0, 10)}}
+        self.closed = False
 
     def check_reachable(self) -> None:
         if not self.reachable:
             raise errors.ClusterUnreachableError("west is down")
+
+    def topic_partitions(self) -> dict[str, int]:
+        return {"orders": 1}
+
+    def topic_ids(self, topics: list[str]) -> dict[str, str]:
+        return {t: self.ids[t] for t in topics if t in self.ids}
+
+    def log_ranges(self, partitions: dict[str, int]) -> dict[str, dict[int, tuple[int, int]]]:
+        return {t: self.ranges[t] for t in partitions}
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class Clock:
@@ -41,89 +68,175 @@ class Clock:
         return self.now
 
 
-def runner_with(starts: list[BaseException | None], store: InMemoryStateStore | None = None,
-                ) -> tuple[FlowRunner, Clock, InMemoryStateStore, list[float]]:
-    """A runner whose start() fails with each exception of ``starts`` in turn (None: it starts)."""
-    clock, store = Clock(), store or InMemoryStateStore("west")
-    admin = FakeAdmin()
-    runner = FlowRunner(None, TOPOLOGY, "f", clock=clock, clients=FlowClients(admin, admin, admin, admin),  # type: ignore[arg-type]
-                        store=store)
-    attempts: list[float] = []
+class FakeQuery:
+    """A running query; ``failure`` set: it stopped with it."""
 
-    def start() -> None:
-        attempts.append(clock.now)
-        outcome = starts.pop(0) if starts else None
+    def __init__(self) -> None:
+        self.failure: errors.GeokafkaError | None = None
+        self.stopped = False
+
+    @property
+    def active(self) -> bool:
+        return self.failure is None and not self.stopped
+
+    def poll(self) -> int:
+        return 0
+
+    def failure_error(self) -> errors.GeokafkaError:
+        assert self.failure is not None
+        return self.failure
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class Harness:
+    """A runner whose starts fail with each exception of ``starts`` in turn (None: it starts)."""
+
+    def __init__(self, starts: list[BaseException | None], store: InMemoryStateStore | None = None,
+                 skip_gaps: bool = False) -> None:
+        self.clock = Clock()
+        self.store = store or InMemoryStateStore("west")
+        self.admin = FakeAdmin()
+        self.starts = starts
+        self.attempts: list[float] = []
+        self.queries: list[FakeQuery] = []
+        topology = TOPOLOGY
+        if skip_gaps:
+            flow = topology.flows["f"].model_copy(update={"skip_gaps": True})
+            topology = topology.model_copy(update={"flows": {"f": flow}})
+        clients = FlowClients(self.admin, self.admin, self.admin, self.admin)  # type: ignore[arg-type]
+        self.runner = FlowRunner(topology, "f", clock=self.clock, clients=clients, store=self.store,
+                                 scheduler=ManualScheduler("flow f", self.clock), prepare=self.prepare,
+                                 query_factory=self.query)
+
+    def prepare(self) -> Prepared:
+        self.attempts.append(self.clock.now)
+        outcome = self.starts.pop(0) if self.starts else None
         if outcome is not None:
             raise outcome
-        runner.status, runner.error = FlowState.RUNNING, None  # what launch() does
-        runner._ever_started = True
+        assignment = Assignment(list(PAIRS), expected={"orders/0": (0, 0)}, topic_ids={"orders": "id-1"},
+                                groups=[{"orders": [0]}])
+        return Prepared(assignment, {})
 
-    runner.start = start  # type: ignore[method-assign]
-    runner.status = FlowState.RETRYING  # how `mirror` hands over the first start
-    return runner, clock, store, attempts
+    def query(self, prepared: Prepared, on_batch: BatchCallback) -> FakeQuery:
+        self.queries.append(FakeQuery())
+        return self.queries[-1]
 
-
-def tick_for(runner: FlowRunner, clock: Clock, seconds: float, step: float = 0.5) -> None:
-    end = clock.now + seconds
-    while clock.now < end and runner.status in (FlowState.RETRYING,):
-        runner.tick()
-        clock.now += step
+    def tick_for(self, seconds: float, step: float = 0.5) -> None:
+        end = self.clock.now + seconds
+        while self.clock.now < end:
+            self.runner.tick()
+            self.clock.now += step
 
 
 def test_retriable_failures_back_off_exponentially_up_to_30_s_then_start() -> None:
-    down = [errors.ClusterUnreachableError("east is down") for _ in range(7)]
-    runner, clock, _, attempts = runner_with([*down, None])
-    tick_for(runner, clock, 200)
-    assert runner.status == FlowState.RUNNING and runner.error is None
-    gaps = [round(b - a) for a, b in zip(attempts, attempts[1:], strict=False)]
+    h = Harness([*[errors.ClusterUnreachableError("east is down") for _ in range(7)], None])
+    h.tick_for(200)
+    assert h.runner.status == FlowState.RUNNING and h.runner.error is None
+    gaps = [round(b - a) for a, b in zip(h.attempts, h.attempts[1:], strict=False)]
     assert gaps == [1, 2, 4, 8, 16, 30, 30]
 
 
 def test_a_fatal_failure_stops_the_flow_and_records_why_on_the_target() -> None:
-    runner, clock, store, attempts = runner_with([errors.DataLossError("orders/0: offsets 0-99 are gone")])
-    tick_for(runner, clock, 10)
-    assert runner.status == FlowState.ERROR and len(attempts) == 1
-    heartbeat = store.read().heartbeat("f")
+    h = Harness([errors.DataLossError("orders/0: offsets 0-99 are gone")])
+    h.tick_for(10)
+    assert h.runner.status == FlowState.ERROR and len(h.attempts) == 1  # an error is final: nothing more is tried
+    heartbeat = h.store.read().heartbeat("f")
     assert heartbeat is not None and heartbeat.state == "error"
     assert heartbeat.details["error"] == "DataLossError" and "offsets 0-99" in heartbeat.details["reason"]
-    runner.tick()
-    assert len(attempts) == 1  # an error is final: nothing more is tried
 
 
 def test_a_kafka_error_code_marked_not_retriable_is_fatal_too() -> None:
-    runner, clock, _, _ = runner_with([errors.KafkaOperationError("INVALID_CONFIG", kafka_code=40, retriable=False)])
-    tick_for(runner, clock, 5)
-    assert runner.status == FlowState.ERROR and runner.error is not None and runner.error.kafka_code == 40
+    h = Harness([errors.KafkaOperationError("INVALID_CONFIG", kafka_code=40, retriable=False)])
+    h.tick_for(5)
+    assert h.runner.status == FlowState.ERROR and h.runner.error is not None and h.runner.error.kafka_code == 40
+
+
+def test_a_query_failure_marked_not_retriable_stops_the_flow_and_a_retriable_one_restarts_it() -> None:
+    h = Harness([None, None])
+    h.tick_for(1)
+    h.queries[-1].failure = errors.KafkaOperationError("broker restarting", kafka_code=6, retriable=True)
+    h.tick_for(3)
+    assert h.runner.status == FlowState.RUNNING and h.runner.restarts == 1 and len(h.queries) == 2
+    h.queries[-1].failure = errors.JvmFatalError("java.lang.OutOfMemoryError: Java heap space", retriable=False)
+    h.tick_for(3)
+    assert h.runner.status == FlowState.ERROR and len(h.queries) == 2
+    heartbeat = h.store.read().heartbeat("f")
+    assert heartbeat is not None and heartbeat.state == "error" and heartbeat.details["error"] == "JvmFatalError"
 
 
 def test_a_failover_made_elsewhere_while_retrying_stops_the_flow_without_writing_state() -> None:
-    runner, clock, store, attempts = runner_with([errors.ClusterUnreachableError("east is down")] * 50)
-    tick_for(runner, clock, 3)
-    runner._heartbeat(force=True)  # the mirror's first heartbeat (it records 'retrying')
-    store.set_role("f", Role.FAILED_OVER, kind="failover")
-    written = len(store.log)
-    tick_for(runner, clock, 12)
-    assert runner.status == FlowState.FAILED_OVER
-    assert len(store.log) == written  # the failover's own records stay as it wrote them
+    h = Harness([errors.ClusterUnreachableError("east is down")] * 50)
+    h.tick_for(3)  # the heartbeat job already recorded 'retrying'
+    h.store.set_role("f", Role.FAILED_OVER, kind="failover")
+    written = len(h.store.log)
+    h.tick_for(12)
+    assert h.runner.status == FlowState.FAILED_OVER
+    h.runner.stop()
+    assert len(h.store.log) == written  # the failover's own records stay as it wrote them
 
 
 def test_a_flow_that_never_started_stops_as_an_error_with_its_reason() -> None:
-    runner, clock, store, _ = runner_with([errors.ClusterUnreachableError("east is down")] * 50)
-    tick_for(runner, clock, 3)
-    runner.stop()
-    assert runner.status == FlowState.ERROR
-    heartbeat = store.read().heartbeat("f")
+    h = Harness([errors.ClusterUnreachableError("east is down")] * 50)
+    h.tick_for(3)
+    h.runner.stop()
+    assert h.runner.status == FlowState.ERROR
+    heartbeat = h.store.read().heartbeat("f")
     assert heartbeat is not None and heartbeat.state == "error" and "east is down" in heartbeat.details["reason"]
 
 
-def test_the_final_state_is_not_written_when_the_target_does_not_answer() -> None:
-    runner, clock, store, _ = runner_with([None])
-    tick_for(runner, clock, 1)
-    assert runner.clients is not None
-    runner.clients.target_probe.reachable = False  # type: ignore[attr-defined]
-    before = len(store.log)
-    runner.stop()
-    assert runner.status == FlowState.STOPPED and len(store.log) == before
+def test_stopping_closes_every_client_and_does_not_write_to_a_target_that_does_not_answer() -> None:
+    h = Harness([None])
+    h.tick_for(1)
+    h.admin.reachable = False
+    before = len(h.store.log)
+    h.runner.stop()
+    assert h.runner.status == FlowState.STOPPED and len(h.store.log) == before
+    assert h.queries[-1].stopped and h.admin.closed
+
+
+def test_a_recreated_source_topic_stops_the_query_and_the_next_start_decides() -> None:
+    h = Harness([None, errors.DataLossError("flow f: orders/0 from offset 7 of the old topic")])
+    h.tick_for(1)
+    h.admin.ids = {"orders": "id-2"}  # deleted and created again under the running query
+    h.tick_for(3)
+    assert h.queries[0].stopped and h.runner.status == FlowState.ERROR and "old topic" in str(h.runner.error)
+
+
+def test_a_gap_the_source_met_restarts_a_skip_gaps_flow_at_once_so_its_plan_counts_it() -> None:
+    h = Harness([None, None], skip_gaps=True)
+    h.tick_for(1)
+    h.store.write(Progress("f", "orders", 0, 5))
+    h.admin.ranges = {"orders": {0: (8, 20)}}  # the source lost 5..7: the driver finds the gap
+    h.queries[-1].failure = errors.DataLossError("orders-0 offset 5 is no longer on the source")
+    started = len(h.attempts)
+    h.runner.tick()
+    h.runner.tick()
+    assert len(h.attempts) == started + 1 and h.runner.status == FlowState.RUNNING and h.runner.restarts == 1
+
+
+def test_loss_outcomes() -> None:
+    met = errors.DataLossError("orders-0 offset 5 is no longer on the source")
+    found = errors.DataLossError("flow f: orders/0 offsets 5..9 are gone")
+    assert loss_outcome(met, found, skip_gaps=True) == (True, found)  # restart at once: the plan skips and counts it
+    restart, retried = loss_outcome(met, None, skip_gaps=True)  # not found (yet): back off, no restart loop
+    assert not restart and isinstance(retried, errors.DataLossError) and retried.retriable
+    assert loss_outcome(met, found, skip_gaps=False) == (False, found)  # fatal, named by the driver
+    assert loss_outcome(met, None, skip_gaps=False) == (False, met)
+
+
+def test_the_machine_gives_up_with_the_reason_of_a_flow_that_never_started() -> None:
+    machine = FlowMachine()
+    machine.start_failed(errors.ClusterUnreachableError("east is down"), 0.0)
+    assert machine.status == FlowState.RETRYING
+    assert machine.final_state() == FlowState.ERROR
+    machine = FlowMachine()
+    machine.started()
+    machine.query_failed(errors.KafkaOperationError("timeout"), 0.0)
+    assert machine.final_state() == FlowState.STOPPED  # it replicated: a stop while retrying is a stop
+    machine.failed_over()
+    assert machine.final_state() is None
 
 
 def test_every_and_backoff() -> None:
@@ -142,6 +255,41 @@ def test_states_are_their_recorded_strings(state: FlowState) -> None:
 
     assert json.loads(json.dumps({"state": state}))["state"] == state.value
     assert state.final == (state.value in ("error", "failed-over"))
+
+
+def test_a_job_that_hangs_delays_neither_the_flows_loop_nor_its_other_jobs() -> None:
+    release = threading.Event()
+    beats: list[float] = []
+    scheduler = ThreadScheduler("flow f")
+    try:
+        scheduler.add("observe", 0.05, lambda: release.wait(30), timeout_s=0.1)  # a source that died
+        scheduler.add("heartbeat", 0.05, lambda: beats.append(time.monotonic()), timeout_s=0.1)
+        deadline = time.monotonic() + 10
+        while len(beats) < 5 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(beats) >= 5 and scheduler.jobs["observe"].runs == 0  # still in its first run
+    finally:
+        release.set()
+        scheduler.close()
+
+
+def test_one_flows_unexpected_failure_is_that_flows_state_not_the_processes() -> None:
+    stop = threading.Event()
+    broken, healthy = Harness([None]), Harness([None])
+
+    def explode() -> None:
+        raise KeyError("a bug")
+
+    broken.runner.tick = explode  # type: ignore[method-assign]
+    supervisors = [FlowSupervisor(h.runner, stop).start() for h in (broken, healthy)]
+    assert supervisors[0].done.wait(10)
+    assert broken.runner.status == FlowState.ERROR and "KeyError" in str(broken.runner.error)
+    deadline = time.monotonic() + 10
+    while healthy.runner.status != FlowState.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not supervisors[1].done.is_set() and healthy.runner.status == FlowState.RUNNING
+    stop.set()
+    assert supervisors[1].done.wait(10) and healthy.runner.status == FlowState.STOPPED
 
 
 class _JavaClass:
@@ -191,50 +339,9 @@ def test_a_jvm_that_is_gone_is_told_by_the_errors_class() -> None:
     assert not jvm_gone(RuntimeError("Connection refused"))  # the words alone decide nothing
 
 
-class _StoppedQuery:
-    """A query that stopped on its own (its failure is what the runner's _query_failure says)."""
-
-    active = False
-
-    def poll(self) -> int:
-        return 0
-
-    def stop(self) -> None:
-        pass
-
-
-def _data_loss_runner(skip_gaps: bool, diagnosed: errors.DataLossError | None) -> tuple[FlowRunner, Clock, list[float]]:
-    runner, clock, _, attempts = runner_with([None])
-    tick_for(runner, clock, 1)  # started
-    runner.flow = runner.flow.model_copy(update={"skip_gaps": skip_gaps})
-    runner._heartbeat = lambda force=False: None  # type: ignore[method-assign]
-    runner._query = _StoppedQuery()  # type: ignore[assignment]
-    runner._query_failure = lambda: errors.DataLossError("orders-0 offset 5 is no longer on the source")  # type: ignore[method-assign]
-    runner._diagnose_loss = lambda: diagnosed  # type: ignore[method-assign]
-    return runner, clock, attempts
-
-
-def test_a_gap_the_source_met_restarts_a_skip_gaps_flow_at_once_so_its_plan_counts_it() -> None:
-    runner, clock, attempts = _data_loss_runner(True, errors.DataLossError("flow f: orders/0 offsets 5..9 are gone"))
-    started = len(attempts)
-    runner.tick()
-    assert len(attempts) == started + 1 and runner.status == FlowState.RUNNING and runner.restarts == 1
-
-
-def test_a_gap_the_driver_cannot_find_is_retried_with_backoff_under_skip_gaps_and_fatal_without() -> None:
-    runner, clock, attempts = _data_loss_runner(True, None)
-    started = len(attempts)
-    runner.tick()
-    assert runner.status == FlowState.RETRYING and len(attempts) == started  # not at once: no restart loop
-    assert isinstance(runner.error, errors.DataLossError) and runner.error.retriable
-    runner, clock, _ = _data_loss_runner(False, errors.DataLossError("flow f: orders/0 offsets 5..9 are gone"))
-    runner.tick()
-    assert runner.status == FlowState.ERROR and "offsets 5..9" in str(runner.error)
-
-
-def runner_said(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
-    """What the runner logged: (level, line)."""
-    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "geokafka.pipeline.runner"]
+def said(caplog: pytest.LogCaptureFixture, logger: str) -> list[tuple[str, str]]:
+    """What ``logger`` logged: (level, line)."""
+    return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == logger]
 
 
 class FlakyStore(InMemoryStateStore):
@@ -242,7 +349,7 @@ class FlakyStore(InMemoryStateStore):
 
     down = False
 
-    def read(self, timeout_s: float = 60.0):  # type: ignore[no-untyped-def]
+    def read(self, timeout_s: float = 60.0) -> Any:
         if self.down:
             raise errors.ClusterUnreachableError("cluster west (127.0.0.1:2) did not answer: reading its state topic")
         return super().read(timeout_s)
@@ -251,16 +358,14 @@ class FlakyStore(InMemoryStateStore):
 def test_a_target_down_for_long_is_warned_once_by_the_heartbeat_and_its_return_said_once(
         caplog: pytest.LogCaptureFixture) -> None:
     store = FlakyStore("west")
-    runner, clock, _, _ = runner_with([], store)  # retrying: no source observation, only the heartbeat's own work
-    caplog.set_level(logging.INFO, logger="geokafka.pipeline.runner")
+    h = Harness([errors.ClusterUnreachableError("east is down")] * 500, store)  # retrying: the heartbeat's own work
+    caplog.set_level(logging.INFO, logger="geokafka.pipeline.flow_jobs")
+    h.tick_for(1)
     store.down = True
-    for _ in range(60):  # five minutes of heartbeats every 5 s
-        runner._heartbeat()
-        clock.now += 5.0
+    h.tick_for(300)  # five minutes of heartbeats every 5 s
     store.down = False
-    runner._heartbeat()
-    said = runner_said(caplog)
-    assert said == [
+    h.tick_for(5)
+    assert said(caplog, "geokafka.pipeline.flow_jobs") == [
         ("WARNING", "flow f: heartbeat failed: cluster west (127.0.0.1:2) did not answer: reading its state topic "
                     "(retried every 5s; said again when it works or fails otherwise)"),
         ("WARNING", "flow f: heartbeat works again after 60 failures"),
@@ -269,19 +374,18 @@ def test_a_target_down_for_long_is_warned_once_by_the_heartbeat_and_its_return_s
     assert beat is not None and beat.state == FlowState.RETRYING  # written once the target is back
 
 
-def test_failed_starts_are_warned_once_per_kind_and_the_first_epoch_after_them_once(
+def test_failed_starts_are_warned_once_per_kind_and_the_first_commit_after_them_once(
         caplog: pytest.LogCaptureFixture) -> None:
     down = [errors.ClusterUnreachableError("cluster east (127.0.0.1:1) is not reachable") for _ in range(6)]
     slow = errors.KafkaOperationError("west: request timed out", kafka_code=7, retriable=True)
-    runner, clock, _, attempts = runner_with([*down, slow, slow, None])
+    h = Harness([*down, slow, slow, None])
     caplog.set_level(logging.INFO, logger="geokafka.pipeline.runner")
-    tick_for(runner, clock, 300)
-    assert runner.status == FlowState.RUNNING and len(attempts) == 9
-    runner._record_batch(0, [])  # the restarted query's first epoch commits
-    runner._record_batch(1, [])
-    said = runner_said(caplog)
+    h.tick_for(300)
+    assert h.runner.status == FlowState.RUNNING and len(h.attempts) == 9
+    h.runner._record_batch(0, [])  # the query's first commit
+    h.runner._record_batch(1, [])
     backoff = "(retried with backoff up to 30s; said again when it works or fails otherwise)"
-    assert said == [
+    assert said(caplog, "geokafka.pipeline.runner") == [
         ("WARNING", f"flow f: replication failed: cluster east (127.0.0.1:1) is not reachable {backoff}"),
         ("WARNING", f"flow f: replication failed: west: request timed out {backoff}"),
         ("WARNING", "flow f: replication works again after 8 failures"),

@@ -53,6 +53,11 @@ def store_checkpoints(
     return len(changed)
 
 
+def delete_checkpoints(target: ClusterAdmin, flow: str, groups: list[str]) -> None:
+    """Tombstones for the checkpoints of ``groups``: compaction removes them from the state topic."""
+    state_store(target.conn).delete(*(GroupCheckpoint.key_of(flow, g) for g in groups))
+
+
 def now_ms() -> int:
     """The time a checkpoint is taken."""
     return int(time.time() * 1000)

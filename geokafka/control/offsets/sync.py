@@ -16,6 +16,7 @@ the reason, so a partial sync is visible rather than silent.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -28,7 +29,7 @@ from geokafka.control.offsets._groups_io import (
     end_offsets,
     group_activity,
 )
-from geokafka.control.offsets.checkpoints import now_ms, read_target_state, store_checkpoints
+from geokafka.control.offsets.checkpoints import delete_checkpoints, now_ms, read_target_state, store_checkpoints
 from geokafka.control.offsets.groups import FlowOffsets, OffsetsFrom, PartitionTranslation, checkpoint_offsets
 from geokafka.control.offsets.index import TargetIndex
 from geokafka.control.state_records import GroupCheckpoint
@@ -124,6 +125,8 @@ class SyncReport:
     groups: list[str] = field(default_factory=list)
     actions: list[OffsetAction] = field(default_factory=list)
     checkpoints_written: int = 0
+    checkpoints_deleted: int = 0
+    """Checkpoints of groups the source no longer has (tombstoned, so the state topic does not keep them)."""
 
     def count(self, action: Action) -> int:
         """Partitions with this outcome."""
@@ -170,6 +173,11 @@ class SyncMemory:
     def remember(self, written: dict[str, GroupCheckpoint]) -> None:
         """Keep the checkpoints of a sync's round (what it committed), before they are stored."""
         self.checkpoints.update(written)
+
+    def forget(self, groups: list[str]) -> None:
+        """Groups whose checkpoints were deleted."""
+        for group in groups:
+            self.checkpoints.pop(group, None)
 
 
 def sync_group_offsets(
@@ -233,9 +241,21 @@ def sync_group_offsets(
         if memory is not None:  # the commits are made: remembered even if storing them fails
             memory.remember(checkpoints)
         report.checkpoints_written = store_checkpoints(ctx.target, checkpoints, known)
+        if origin == "source":  # the source answered: a group it no longer lists is gone for good
+            gone = gone_groups(known, offsets)
+            if gone:
+                delete_checkpoints(ctx.target, flow_name, gone)
+                if memory is not None:
+                    memory.forget(gone)
+                report.checkpoints_deleted = len(gone)
     summary = report.to_dict()["summary"]
     log.info("flow %s: group offsets %s", flow_name, summary)
     return report
+
+
+def gone_groups(known: Mapping[str, GroupCheckpoint], offsets: Mapping[str, object]) -> list[str]:
+    """Groups with a checkpoint that the source's live read no longer has (pure)."""
+    return sorted(set(known) - set(offsets))
 
 
 def _checkpoints(

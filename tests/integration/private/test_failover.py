@@ -97,9 +97,9 @@ def test_failover_after_the_source_site_dies(base_topology, local_clusters, sout
     topology = with_flows(base_topology, **{flow: {
         "source": "south", "target": "west", "topics": [topic], "groups": [group],
         "sync": ["configs", "partitions", "group-offsets"], "sync_interval_s": 1.0}})
-    # A slow pipeline, so that the site dies with records not yet replicated.
+    # A slow pipeline (small micro-batches), so that the site dies with records not yet replicated.
     topology = topology.model_copy(update={"pipeline": topology.pipeline.model_copy(
-        update={"max_records_per_batch": 30, "trigger_ms": 1000})})
+        update={"mode": "micro-batch", "max_records_per_batch": 30, "trigger_ms": 1000})})
     try:
         with running_mirror(topology) as runners:
             wait_for(lambda: len(read_all(west, f"south.{topic}", timeout_s=5)) > 0, 240, "replication to start")

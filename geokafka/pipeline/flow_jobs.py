@@ -1,0 +1,247 @@
+"""A flow's periodic control-plane jobs, each run on a schedule of its own (:mod:`geokafka.pipeline.scheduler`).
+
+* ``observe``: the source's end offsets and peak append rate (what bounds the RPO if the source dies).
+* ``heartbeat``: the flow's state on the target, so `status` tells a live mirror from a dead one; it
+  also notices a failover made elsewhere.
+* ``topic-ids``: a source topic deleted and re-created under the running query.
+* ``selection``: topics or partitions added to what the flow selects (target topics made ready first).
+* ``sync``: topic configs, ACLs and group offsets.
+
+Jobs only look and write state; what they find reaches the runner through :class:`FlowSignals`, which its
+loop reads. Each job says a failure once while it lasts (:class:`RepeatedFailure`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from geokafka import errors
+from geokafka.control.rpo import RATE_WINDOW, peak_rate
+from geokafka.control.state_records import HeldGroups, Role, SourceEnds
+from geokafka.control.state_store import StateStore
+from geokafka.control.topic_sync import TopicPair
+from geokafka.pipeline.flow_clients import FlowClients
+from geokafka.pipeline.flow_topics import selection_changed, sync_topic_metadata, target_pairs
+from geokafka.pipeline.repeated_failure import RepeatedFailure
+from geokafka.pipeline.scheduler import Scheduler
+from geokafka.topology.schema import Topology
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_S = 5.0
+OBSERVE_S = 1.0
+TOPIC_IDS_S = 1.0
+
+
+class FlowView(Protocol):
+    """What the jobs read of their flow's runner (from their own threads)."""
+
+    name: str
+
+    @property
+    def replicating(self) -> bool:
+        """The query runs."""
+
+    @property
+    def recorded_state(self) -> str:
+        """The state the heartbeat records."""
+
+    @property
+    def pairs(self) -> list[TopicPair]:
+        """The topic pairs the running query replicates."""
+
+    @property
+    def topic_ids(self) -> dict[str, str]:
+        """Source topic -> the ID the running query replicates."""
+
+    def summary(self) -> dict[str, Any]:
+        """The mirror's counters and identity, for the heartbeat."""
+
+
+@dataclass
+class FlowSignals:
+    """What the jobs found that the runner must act on (set from job threads, taken by the runner's loop)."""
+
+    failed_over: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _recreated: list[str] = field(default_factory=list)
+    _reselected: list[TopicPair] | None = None
+
+    def recreated(self, topics: list[str]) -> None:
+        """Source topics re-created under the running query."""
+        with self._lock:
+            self._recreated = topics
+
+    def take_recreated(self) -> list[str]:
+        """The re-created topics found since the last take."""
+        with self._lock:
+            topics, self._recreated = self._recreated, []
+            return topics
+
+    def reselected(self, pairs: list[TopicPair]) -> None:
+        """The flow now selects other topics or partitions (target topics already made ready)."""
+        with self._lock:
+            self._reselected = pairs
+
+    def take_reselected(self) -> list[TopicPair] | None:
+        """The new selection found since the last take, if any."""
+        with self._lock:
+            pairs, self._reselected = self._reselected, None
+            return pairs
+
+
+class FlowJobs:
+    """The jobs of one flow, scheduled on ``scheduler`` by :meth:`schedule`."""
+
+    def __init__(self, topology: Topology, view: FlowView, clients: FlowClients, store: StateStore,
+                 signals: FlowSignals) -> None:
+        self.topology = topology
+        self.view = view
+        self.name = view.name
+        self.flow = topology.flows[view.name]
+        self.clients = clients
+        self.store = store
+        self.signals = signals
+        self._observation: SourceEnds | None = None
+        self._rate_samples: deque[tuple[int, int]] = deque(maxlen=RATE_WINDOW)
+        self._held_groups: list[tuple[str, str, int, str]] = []
+        self._offset_index: Any = None
+        self._sync_memory: Any = None
+        every_sync = f"every {self.flow.sync_interval_s:g}s"
+        self._heartbeats = RepeatedFailure(log, f"flow {self.name}: heartbeat", f"every {HEARTBEAT_S:g}s")
+        self._metadata_sync = RepeatedFailure(log, f"flow {self.name}: topic config/ACL sync", every_sync)
+        self._offset_sync = RepeatedFailure(log, f"flow {self.name}: group offset sync", every_sync)
+
+    def schedule(self, scheduler: Scheduler) -> None:
+        """Put every job on ``scheduler``."""
+        refresh = self.topology.pipeline.topic_refresh_s
+        if "partitions" in self.flow.sync:
+            refresh = min(refresh, self.flow.sync_interval_s)
+        scheduler.add("heartbeat", HEARTBEAT_S, self.heartbeat, timeout_s=HEARTBEAT_S)
+        scheduler.add("observe", OBSERVE_S, self.observe, timeout_s=2 * OBSERVE_S + 2)
+        scheduler.add("topic-ids", TOPIC_IDS_S, self.watch_topic_ids, timeout_s=5.0)
+        scheduler.add("selection", refresh, self.watch_selection, timeout_s=30.0)
+        scheduler.add("sync", self.flow.sync_interval_s, self.sync, timeout_s=max(30.0, self.flow.sync_interval_s))
+
+    # -- heartbeat -------------------------------------------------------------------------
+
+    def heartbeat(self) -> None:
+        """Record the flow's state; notice a failover made elsewhere (then write nothing: its state is the failover's)."""
+        try:
+            if self.store.read(timeout_s=5.0).role(self.name) == Role.FAILED_OVER:
+                self.signals.failed_over.set()
+                return
+            self.store.set_flow_state(self.name, self.view.recorded_state, **self.view.summary())
+        except errors.GeokafkaError as exc:
+            self._heartbeats.failed(exc)
+        else:
+            self._heartbeats.succeeded()
+
+    # -- source observation ----------------------------------------------------------------
+
+    def observe(self) -> None:
+        """Record the source's end offsets (the RPO's lower bound if it dies) and its peak append rate; after
+        a failed look, when it failed (what bounds the RPO from above)."""
+        if not self.view.replicating:
+            return
+        pairs = self.view.pairs
+        at_ms = int(time.time() * 1000)
+        try:
+            ranges = self.clients.observer.log_ranges({p.source: p.partitions for p in pairs})
+        except errors.GeokafkaError as exc:
+            log.debug("flow %s: source ends not observed: %s", self.name, exc)
+            last = self._observation
+            if last is not None and last.failed_at_ms is None:
+                self._write_observation(replace(last, failed_at_ms=int(time.time() * 1000)))
+            return
+        ends = {f"{topic}/{p}": high for topic, parts in ranges.items() for p, (_, high) in parts.items()}
+        self._rate_samples.append((at_ms, sum(ends.values())))
+        self._write_observation(SourceEnds(self.name, at_ms, ends, peak_rate(self._rate_samples)))
+
+    def _write_observation(self, observation: SourceEnds) -> None:
+        try:
+            self.store.write(observation, timeout_s=5.0)
+            self._observation = observation
+        except errors.GeokafkaError as exc:
+            log.debug("flow %s: source observation not written: %s", self.name, exc)
+
+    # -- topics ----------------------------------------------------------------------------
+
+    def watch_topic_ids(self) -> None:
+        """A source topic whose ID changed under the running query (deleted and re-created)."""
+        known = self.view.topic_ids
+        if not self.view.replicating or not known:
+            return
+        try:
+            current = self.clients.observer.topic_ids(sorted(known))
+        except errors.GeokafkaError:
+            return  # the query itself reports an unreachable source
+        changed = [t for t, topic_id in known.items() if t in current and current[t] != topic_id]
+        if changed:
+            self.signals.recreated(changed)
+
+    def watch_selection(self) -> None:
+        """Topics or partitions added to the flow's selection: their target topics made ready (created or
+        grown, configs and ACLs synced) before the runner restarts the query, which takes seconds."""
+        if not self.view.replicating:
+            return
+        try:
+            if not selection_changed(self.flow, self.clients.observer, self.view.pairs):
+                return
+            pairs = target_pairs(self.flow, self.clients.source_admin, self.clients.target_admin)
+        except errors.GeokafkaError as exc:
+            log.debug("flow %s: selection not checked: %s", self.name, exc)  # an unreachable source: the query says
+            return
+        self._sync_metadata(pairs)
+        self.signals.reselected(pairs)
+
+    # -- syncs -----------------------------------------------------------------------------
+
+    def sync(self) -> None:
+        """Topic configs and ACLs, then group offsets (best effort: a failed sync never stops replication)."""
+        if not self.view.replicating:
+            return
+        self._sync_metadata(self.view.pairs)
+        if "group-offsets" not in self.flow.sync:
+            return
+        try:
+            from geokafka.control.offsets import SyncMemory, TargetIndex, sync_group_offsets
+
+            if self._offset_index is None:
+                self._offset_index = self.clients.register(TargetIndex(self.clients.target_admin.conn, timeout_s=30.0))
+            if self._sync_memory is None:
+                self._sync_memory = SyncMemory()
+            report = sync_group_offsets(self.topology, self.name, index=self._offset_index,
+                                        memory=self._sync_memory, timeout_s=5.0)
+            self._record_held_groups(report.held_on_target())
+        except errors.GeokafkaError as exc:
+            self._offset_sync.failed(exc)
+        else:
+            self._offset_sync.succeeded()
+
+    def _sync_metadata(self, pairs: list[TopicPair]) -> None:
+        try:
+            sync_topic_metadata(self.name, self.flow, self.clients.source_admin, self.clients.target_admin, pairs)
+        except errors.GeokafkaError as exc:
+            self._metadata_sync.failed(exc)
+        else:
+            self._metadata_sync.succeeded()
+
+    def _record_held_groups(self, held: list[Any]) -> None:
+        """Groups whose target offsets the sync leaves alone because they are in use on the target:
+        said once when it changes, and kept on the target for `status`."""
+        now = sorted({(a.group, a.target_topic, a.partition, a.reason) for a in held})
+        if now == self._held_groups:
+            return
+        self._held_groups = now
+        for group in sorted({g for g, _, _, _ in now}):
+            reasons = sorted({r for g, _, _, r in now if g == group})
+            log.warning("flow %s: group %s is in use on %s, its offsets there are not synced: %s",
+                        self.name, group, self.flow.target, reasons[0])
+        self.store.write(HeldGroups(self.name, int(time.time() * 1000), [
+            {"group": g, "topic": t, "partition": p, "reason": r} for g, t, p, r in now]))

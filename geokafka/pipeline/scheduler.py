@@ -1,0 +1,148 @@
+"""Each periodic job of a flow on a schedule of its own (MirrorMaker 2's ``Scheduler``).
+
+A flow's control-plane jobs (the source observation, the heartbeat, the topic and group syncs, the
+topic watch) each run on a thread of their own: a call that waits seconds on a cluster that died
+(a lost DC) delays that job only, never another job of the flow and never another flow. A run
+that takes longer than its time-out is said once in the log (the job's own client calls carry the
+real time-outs). :class:`ManualScheduler` runs the same jobs inline when the runner's clock says so,
+for unit tests.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """One periodic job: ``run`` every ``interval_s``, expected to take at most ``timeout_s``."""
+
+    name: str
+    interval_s: float
+    run: Callable[[], None]
+    timeout_s: float
+    runs: int = 0
+    last_took_s: float = 0.0
+    long_runs: int = 0
+    """Runs that took longer than ``timeout_s``."""
+    _next_at: float = field(default=0.0, repr=False)
+
+    def run_once(self, clock: Callable[[], float], owner: str) -> None:
+        """Run now; an exception the job did not handle is logged, never raised (the job runs again)."""
+        started = clock()
+        try:
+            self.run()
+        except Exception as exc:  # a job's own failures are its to report; this is a bug's last net
+            log.warning("%s: job %s failed unexpectedly: %s: %s", owner, self.name, type(exc).__name__, exc)
+            log.debug("%s: job %s", owner, self.name, exc_info=True)
+        finally:
+            self.runs += 1
+            self.last_took_s = clock() - started
+            if self.last_took_s > self.timeout_s:
+                self.long_runs += 1
+                level = logging.WARNING if self.long_runs == 1 else logging.DEBUG
+                log.log(level, "%s: job %s took %.1f s (time-out %.1f s); it runs every %.1f s", owner, self.name,
+                        self.last_took_s, self.timeout_s, self.interval_s)
+
+
+class Scheduler(ABC):
+    """Runs a flow's periodic jobs."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.jobs: dict[str, Job] = {}
+
+    def add(self, name: str, interval_s: float, run: Callable[[], None], timeout_s: float) -> Job:
+        """Schedule ``run`` every ``interval_s`` (the first run at once)."""
+        job = Job(name, interval_s, run, timeout_s)
+        self.jobs[name] = job
+        self._started(job)
+        return job
+
+    @abstractmethod
+    def _started(self, job: Job) -> None: ...
+
+    @abstractmethod
+    def run_now(self, name: str) -> None:
+        """Run job ``name`` as soon as possible (not waiting for its interval)."""
+
+    def run_due(self, now: float) -> None:  # noqa: B027 - threads run themselves; ManualScheduler overrides
+        """Run the jobs that are due (only :class:`ManualScheduler` does anything here)."""
+
+    @abstractmethod
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop every job; a run under way finishes on its own (its client calls have time-outs)."""
+
+
+class ThreadScheduler(Scheduler):
+    """Each job on a daemon thread of its own."""
+
+    def __init__(self, owner: str, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(owner)
+        self._clock = clock
+        self._stop = threading.Event()
+        self._wake: dict[str, threading.Event] = {}
+        self._threads: list[threading.Thread] = []
+
+    def _started(self, job: Job) -> None:
+        wake = self._wake.setdefault(job.name, threading.Event())
+        thread = threading.Thread(target=self._loop, args=(job, wake), name=f"{self.owner}:{job.name}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _loop(self, job: Job, wake: threading.Event) -> None:
+        while not self._stop.is_set():
+            started = self._clock()
+            job.run_once(self._clock, self.owner)
+            wake.wait(max(0.0, job.interval_s - (self._clock() - started)))
+            wake.clear()
+
+    def run_now(self, name: str) -> None:
+        """Wake the job's thread."""
+        if name in self._wake:
+            self._wake[name].set()
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the threads, waiting at most ``timeout_s`` in all."""
+        self._stop.set()
+        for wake in self._wake.values():
+            wake.set()
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+class ManualScheduler(Scheduler):
+    """Runs due jobs inline, when :meth:`run_due` is called with the time (unit tests)."""
+
+    def __init__(self, owner: str, clock: Callable[[], float]) -> None:
+        super().__init__(owner)
+        self._clock = clock
+
+    def _started(self, job: Job) -> None:
+        job._next_at = self._clock()
+
+    def run_now(self, name: str) -> None:
+        """Run the job now."""
+        job = self.jobs.get(name)
+        if job is not None:
+            job.run_once(self._clock, self.owner)
+            job._next_at = self._clock() + job.interval_s
+
+    def run_due(self, now: float) -> None:
+        """Run every job whose time has come."""
+        for job in list(self.jobs.values()):
+            if now >= job._next_at:
+                job._next_at = now + job.interval_s
+                job.run_once(self._clock, self.owner)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Nothing runs on its own."""
+        self.jobs.clear()
