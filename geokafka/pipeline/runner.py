@@ -11,9 +11,8 @@ import logging
 import os
 import socket
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from geokafka import errors
@@ -21,9 +20,9 @@ from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
-from geokafka.control.rpo import RATE_WINDOW, peak_rate
 from geokafka.control.selection import select_topics
-from geokafka.control.state_records import HeldGroups, Progress, Role, SourceEnds, StateRecord, TopicId
+from geokafka.control.source_ends import SourceEndsWatch
+from geokafka.control.state_records import HeldGroups, Progress, Role, StateRecord, TopicId
 from geokafka.control.state_store import StateSnapshot, StateStore, ensure_state_topic, state_store
 from geokafka.control.topic_identity import recreations
 from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
@@ -96,7 +95,7 @@ class FlowRunner:
     _pairs: list[TopicPair] = field(default_factory=list)
     _backoff: Backoff = field(default_factory=Backoff)
     _heartbeat_job: Every = field(default_factory=lambda: Every(5.0))
-    _observation_job: Every = field(default_factory=lambda: Every(1.0))
+    _observation_job: Every = field(init=False)
     _identity_job: Every = field(default_factory=lambda: Every(1.0))
     _offset_index: Any = None
     _sync_memory: Any = None
@@ -105,8 +104,7 @@ class FlowRunner:
     _max_message_bytes: dict[str, int] = field(default_factory=dict)
     _topic_ids: dict[str, str] = field(default_factory=dict)
     _held_groups: list[tuple[str, str, int, str]] = field(default_factory=list)
-    _observation: SourceEnds | None = None
-    _rate_samples: deque[tuple[int, int]] = field(default_factory=lambda: deque(maxlen=RATE_WINDOW))
+    _source_ends: SourceEndsWatch | None = None
 
     def __post_init__(self) -> None:
         self.flow = self.topology.flows[self.name]
@@ -118,6 +116,7 @@ class FlowRunner:
         self._store: StateStore = self.store or state_store(self.target)
         self.policy = policy_for(self.flow)
         self._refresh_job = Every(self._refresh_interval())
+        self._observation_job = Every(self.topology.rpo.observe_ms / 1000)
         self._sync_job = Every(self.flow.sync_interval_s)
         every_sync = f"every {self.flow.sync_interval_s:g}s"
         self._metadata_sync = RepeatedFailure(log, f"flow {self.name}: topic config/ACL sync", every_sync)
@@ -487,7 +486,7 @@ class FlowRunner:
         }
 
     def _heartbeat(self, force: bool = False) -> None:
-        """Every second: record the source's end offsets (what failover calls the last observation);
+        """Every rpo.observe_ms: record the source's end offsets (what failover calls the last observation);
         every 5 s: the flow's state, so `status` can tell a live mirror from a dead one."""
         now = self.clock()
         if self.status == FlowState.RUNNING and self._observation_job.take(now, force):
@@ -512,28 +511,8 @@ class FlowRunner:
             query.stop()
 
     def _observe_source_ends(self) -> None:
-        """Record the source's end offsets (the RPO's lower bound if it dies) and its peak append
-        rate; after a failed look, when it failed (what bounds the RPO from above)."""
-        at_ms = int(time.time() * 1000)
-        try:
-            ends = {
-                f"{pair.source}/{p}": high
-                for pair in self._pairs
-                for p, (_, high) in self._observer.watermarks(pair.source, pair.partitions).items()
-            }
-        except errors.GeokafkaError as exc:
-            log.debug("flow %s: source ends not observed: %s", self.name, exc)
-            last = self._observation
-            if last is not None and last.failed_at_ms is None:
-                failed = replace(last, failed_at_ms=int(time.time() * 1000))
-                self._write_observation(failed)
-            return
-        self._rate_samples.append((at_ms, sum(ends.values())))
-        self._write_observation(SourceEnds(self.name, at_ms, ends, peak_rate(self._rate_samples)))
-
-    def _write_observation(self, observation: SourceEnds) -> None:
-        try:
-            self._store.write(observation, timeout_s=5.0)
-            self._observation = observation
-        except errors.GeokafkaError as exc:
-            log.debug("flow %s: source observation not written: %s", self.name, exc)
+        """Record the source's end offsets, in one request per broker (the RPO's bounds if it dies;
+        see :mod:`geokafka.control.source_ends`)."""
+        if self._source_ends is None:
+            self._source_ends = SourceEndsWatch(self.name, self._observer, self._store)
+        self._source_ends.observe(self._pairs)

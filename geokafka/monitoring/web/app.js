@@ -73,8 +73,12 @@ function flowCard(f, history) {
   const heartbeat = f.heartbeat_age_s === null ? "no heartbeat"
     : `${live ? "heartbeat" : `${f.mirror_state} recorded`} ${dur(f.heartbeat_age_s)} ago`;
   const figures = [
-    figure("RPO if the source died now", `${num(rpo.records)} records`, rpo.records === 0 ? "ok" : "warn", rpo.basis === "live" ? "" : rpo.basis),
-    figure("oldest unreplicated record", dur(rpo.seconds), rpo.seconds === 0 ? "ok" : "warn"),
+    figure(f.failover ? `RPO of the failover (${f.failover.exact ? "exact" : "bounded"})` : "RPO if the source died now",
+      esc(rpo.headline || "unknown"), `${rpo.exact && rpo.records === 0 ? "ok" : "warn"} text`, rpo.basis === "live" ? "" : rpo.basis),
+    figure("records lost, between", rpo.records_lower === null || rpo.records_lower === undefined ? "unknown"
+      : `${rpo.exact ? num(rpo.records_lower) : (rpo.records_lower === 0 ? "?" : num(rpo.records_lower))} – ${rpo.records_upper === null ? "unbounded" : num(rpo.records_upper)}`,
+      rpo.exact && rpo.records === 0 ? "ok" : "warn", rpo.observation_age_s === null || rpo.observation_age_s === undefined ? "" : `observation ${dur(rpo.observation_age_s)} old`),
+    figure("span of lost writes, up to", dur(rpo.seconds_upper), rpo.seconds_upper === 0 ? "ok" : "warn"),
     figure("replicated", tp ? `${num(tp.records_per_s, 1)} rec/s` : "–", "", tp ? `over ${tp.window_s.toFixed(0)} s` : "needs two samples"),
     figure("bytes", tp ? bytesRate(tp.bytes_per_s) : "–", "", tp && tp.bytes_per_s !== null ? "mean record size × rec/s" : ""),
     figure("source receives", tp && tp.produced_per_s !== null ? `${num(tp.produced_per_s, 1)} rec/s` : "–"),
