@@ -16,7 +16,8 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     ├── FlowStateError (10)        the flow is in the wrong state for the command
     │   └── FlowFailedOverError    the flow was failed over: a mirror must not replicate it
     ├── DrillFailedError (11)      a drill saw reality disagree with the plan
-    └── PartitionMismatchError (12) a target topic has fewer partitions than its source
+    ├── PartitionMismatchError (12) a target topic has fewer partitions than its source
+    └── OutputError (13)           a file to write cannot be written as asked (exists, too large)
 
 Exit codes from 20 on are not errors but answers: `geokafka status` exits 20 when a flow needs a person.
 """
@@ -117,6 +118,12 @@ class PartitionMismatchError(GeokafkaError):
     """A target topic has fewer partitions than its source and may not be grown."""
 
     exit_code = 12
+
+
+class OutputError(GeokafkaError):
+    """A file geokafka was asked to write cannot be written as asked (it exists, it would be too large)."""
+
+    exit_code = 13
 
 
 def refusal_reason(text: str) -> str:

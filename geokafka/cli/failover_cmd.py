@@ -111,6 +111,7 @@ def failback(ctx: CliContext, flow: str, timeout: float, dry_run: bool) -> None:
 
     \b
     Steps (printed as they are done):
+    0. count the records the failover stranded at the original source (as `reconcile` does);
     1. check the original source is reachable;
     2. run the reverse flow FLOW-failback (target -> source, same guarantees) on Spark;
     3. once producers on the new primary are stopped, wait until it has caught up;
@@ -124,6 +125,10 @@ def failback(ctx: CliContext, flow: str, timeout: float, dry_run: bool) -> None:
     if ctx.json_output:
         ctx.emit(report.to_dict())
         return
+    if report.stranded is not None:
+        from geokafka.cli.reconcile_cmd import render_reconcile
+
+        ctx.console.print(render_reconcile(report.stranded))
     for step in report.steps:
         ctx.console.print(step)
     if report.promote is not None:

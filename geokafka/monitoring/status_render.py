@@ -131,7 +131,8 @@ def flow_table(flow: FlowStatus) -> Table:
         lag_style = "green" if part.lag_records == 0 else ("yellow" if part.lag_records else "")
         cells: list[str | Text] = [
             part.topic, str(part.partition), fmt_count(part.source_end), fmt_count(part.replicated),
-            Text(fmt_count(part.lag_records), style=lag_style), fmt_seconds(part.lag_seconds),
+            Text("re-created", style="red") if part.recreated else Text(fmt_count(part.lag_records), style=lag_style),
+            fmt_seconds(part.lag_seconds),
             fmt_rate(part.records_per_s, ""),
         ]
         table.add_row(*cells, *([fmt_count(part.lost_records)] if lost else []))
