@@ -42,6 +42,7 @@ from geokafka.failover.reconcile import reconcile
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, start_cluster, start_clusters, stop_cluster
 from geokafka.monitoring.collect import collect_status
+from geokafka.monitoring.status_render import render_report as render_status
 from geokafka.topology.schema import Topology
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=330), pytest.mark.timeout(1200)]
@@ -298,6 +299,10 @@ def _text(report: FailoverReport) -> str:
 def _reconcile_lists_replays_and_exports_exactly_the_lost_records(run: Disaster, west, tmp_path: Path,  # type: ignore[no-untyped-def]
                                                                   moved_groups: bool) -> None:
     lost = run.lost
+    # before the count, status shows the failover's interval, as the failover said it
+    bounded = collect_status(run.topology, [run.flow], sample_s=0).flow(run.flow)
+    assert run.report is not None and bounded.failover is not None and not bounded.failover.exact
+    assert bounded.rpo.headline == run.report.rpo.headline()
     out = tmp_path / "export"
     listed = reconcile(run.topology, run.flow, export_dir=out, replay=True)
     found = {(p.range.partition, o) for p in listed.partitions for o in p.offsets}
@@ -321,13 +326,16 @@ def _reconcile_lists_replays_and_exports_exactly_the_lost_records(run: Disaster,
     assert {p: (g.committed, g.not_processed, g.synced) for p, g in backlog.items()} == {
         p: (CONSUMED, sum(1 for q, _ in lost if q == p), True) for p in {q for q, _ in lost}}
     # the exact RPO is on the target and status says it
-    status = collect_status(run.topology, [run.flow], sample_s=0).flow(run.flow)
+    shown = collect_status(run.topology, [run.flow], sample_s=0)
+    Console(width=160).print(render_status(shown))  # shown by `pytest -s`
+    status = shown.flow(run.flow)
     assert status.failover is not None and status.failover.exact
     assert (status.rpo.records, status.rpo.records_upper) == (len(lost), len(lost))
     # replayed to west: each once, however often
     cli = subprocess.run([*GEOKAFKA, "-f", str(run.topology_file), "reconcile", run.flow, "--replay", "--execute"],
                          capture_output=True, text=True, timeout=300, check=False)
     assert cli.returncode == 0, cli.stderr
+    print(cli.stdout)  # shown by `pytest -s`
     assert f"replay: {len(lost):,} records produced" in cli.stdout
     again = reconcile(run.topology, run.flow, replay=True, execute=True)
     assert again.replay is not None and again.replay.produced == 0
