@@ -64,6 +64,14 @@ function figure(label, value, cls = "", hint = "") {
   return `<div class="figure"><div class="label">${esc(label)}</div><div class="value ${cls}">${value}</div>${hint ? `<div class="hint">${esc(hint)}</div>` : ""}</div>`;
 }
 
+// "53", "120 – 410", "? – 275" (none seen: unknown, not 0), "unknown"
+function rpoRecords(rpo) {
+  if (rpo.records_lower === null || rpo.records_lower === undefined) return "unknown";
+  if (rpo.exact) return num(rpo.records_lower);
+  const upper = rpo.records_upper === null ? "unbounded" : num(rpo.records_upper);
+  return `${rpo.records_lower === 0 ? "?" : num(rpo.records_lower)} – ${upper}`;
+}
+
 function flowCard(f, history) {
   const rpo = f.rpo || {};
   const tp = f.throughput;
@@ -75,9 +83,8 @@ function flowCard(f, history) {
   const figures = [
     figure(f.failover ? `RPO of the failover (${f.failover.exact ? "exact" : "bounded"})` : "RPO if the source died now",
       esc(rpo.headline || "unknown"), `${rpo.exact && rpo.records === 0 ? "ok" : "warn"} text`, rpo.basis === "live" ? "" : rpo.basis),
-    figure("records lost, between", rpo.records_lower === null || rpo.records_lower === undefined ? "unknown"
-      : `${rpo.exact ? num(rpo.records_lower) : (rpo.records_lower === 0 ? "?" : num(rpo.records_lower))} – ${rpo.records_upper === null ? "unbounded" : num(rpo.records_upper)}`,
-      rpo.exact && rpo.records === 0 ? "ok" : "warn", rpo.observation_age_s === null || rpo.observation_age_s === undefined ? "" : `observation ${dur(rpo.observation_age_s)} old`),
+    figure("records lost", rpoRecords(rpo), rpo.exact && rpo.records === 0 ? "ok" : "warn",
+      rpo.observation_age_s === null || rpo.observation_age_s === undefined ? "" : `observation ${dur(rpo.observation_age_s)} old`),
     figure("span of lost writes, up to", dur(rpo.seconds_upper), rpo.seconds_upper === 0 ? "ok" : "warn"),
     figure("replicated", tp ? `${num(tp.records_per_s, 1)} rec/s` : "–", "", tp ? `over ${tp.window_s.toFixed(0)} s` : "needs two samples"),
     figure("bytes", tp ? bytesRate(tp.bytes_per_s) : "–", "", tp && tp.bytes_per_s !== null ? "mean record size × rec/s" : ""),
