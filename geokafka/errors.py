@@ -17,7 +17,7 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     │   └── FlowFailedOverError    the flow was failed over: a mirror must not replicate it
     ├── DrillFailedError (11)      a drill saw reality disagree with the plan
     ├── PartitionMismatchError (12) a target topic has fewer partitions than its source
-    └── OutputError (13)           a file to write cannot be written as asked (exists, too large)
+    └── OutputError (14)           a file to write cannot be written as asked (exists, too large)
 
 Exit codes from 20 on are not errors but answers: `geokafka status` exits 20 when a flow needs a person.
 """
@@ -123,7 +123,7 @@ class PartitionMismatchError(GeokafkaError):
 class OutputError(GeokafkaError):
     """A file geokafka was asked to write cannot be written as asked (it exists, it would be too large)."""
 
-    exit_code = 13
+    exit_code = 14
 
 
 def refusal_reason(text: str) -> str:

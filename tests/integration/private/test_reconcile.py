@@ -346,7 +346,7 @@ def _reconcile_lists_replays_and_exports_exactly_the_lost_records(run: Disaster,
     # an export is never overwritten
     refused = subprocess.run([*GEOKAFKA, "-f", str(run.topology_file), "reconcile", run.flow, "--export", str(out)],
                              capture_output=True, text=True, timeout=300, check=False)
-    assert refused.returncode == 13 and refused.stderr.count("\n") == 1 and "never overwrites" in refused.stderr
+    assert refused.returncode == 14 and refused.stderr.count("\n") == 1 and "never overwrites" in refused.stderr
 
 
 def _drain(conn, topic: str, group: str) -> list[Position]:  # type: ignore[no-untyped-def]
