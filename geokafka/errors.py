@@ -17,7 +17,8 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     │   └── FlowFailedOverError    the flow was failed over: a mirror must not replicate it
     ├── DrillFailedError (11)      a drill saw reality disagree with the plan
     ├── PartitionMismatchError (12) a target topic has fewer partitions than its source
-    └── JvmFatalError (13)         Spark's JVM failed (out of memory, ...): nothing in it can be trusted
+    ├── JvmFatalError (13)         Spark's JVM failed (out of memory, ...): nothing in it can be trusted
+    └── OutputError (14)           a file to write cannot be written as asked (exists, too large)
 
 Exit codes from 20 on are not errors but answers: `geokafka status` exits 20 when a flow needs a person.
 """
@@ -124,6 +125,12 @@ class JvmFatalError(GeokafkaError):
     """Spark's JVM hit an error it cannot recover from (``OutOfMemoryError``, ...): the mirror stops."""
 
     exit_code = 13
+
+
+class OutputError(GeokafkaError):
+    """A file geokafka was asked to write cannot be written as asked (it exists, it would be too large)."""
+
+    exit_code = 14
 
 
 def refusal_reason(text: str) -> str:

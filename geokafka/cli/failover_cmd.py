@@ -9,31 +9,21 @@ from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.failover.failover import FailoverReport
 
 
-def _seconds(value: float | None) -> str:
-    return "?" if value is None else f"{value:.1f}"
-
-
 def rpo_headline(report: FailoverReport) -> str:
-    """``RPO: at least N records (observation 0.8 s old), at most M; X s``."""
-    if report.kind == "promote":
-        return f"RPO: {report.rpo_records} records"
-    age = "" if report.observation_age_s is None else f" (source last observed {report.observation_age_s:.1f} s earlier)"
-    upper = "unbounded" if report.rpo_records_upper is None else f"{report.rpo_records_upper:,}"
-    if report.source_reachable:
-        return f"RPO: {report.rpo_records:,} records at the last observation{age}; the source is still up"
-    return (f"RPO: at least {report.rpo_records:,} records{age}, at most {upper}; "
-            f"oldest unreplicated write {_seconds(report.rpo_seconds)} s before the observation")
+    """``RPO: 120 to 410 records, up to 1.4 s (source last observed 0.3 s before it was found gone)``."""
+    return f"RPO: {report.rpo.headline()}"
 
 
 def render_report(report: FailoverReport) -> Table:
     """The failover report as a table: losses per partition, then where groups resume."""
     verb = f"{report.kind} (dry run: nothing changed)" if report.dry_run else report.kind
-    table = Table("topic/partition", "observed source end", "replicated up to", "unreplicated", "RPO s",
+    table = Table("topic/partition", "last observed source end", "replicated up to", "seen, not replicated",
+                  "replicated past the observation",
                   title=f"{verb} of {report.flow}: {report.source} -> {report.target}", show_lines=False)
     for p in report.partitions:
         end = "-" if p.observed_end is None else str(p.observed_end)
         table.add_row(f"{p.topic}/{p.partition}", end, str(p.replicated_next), str(p.unreplicated),
-                      _seconds(p.rpo_seconds))
+                      str(p.replicated_past_observation))
     table.caption = (f"{rpo_headline(report)}\ncommand took {report.duration_s:.1f} s   "
                      f"source reachable: {report.source_reachable}")
     return table
@@ -80,8 +70,9 @@ def failover(ctx: CliContext, flow: str, dry_run: bool, probe_timeout: float, ov
     Fences the flow's writers (nothing more lands), marks it failed-over on the target (a
     running mirror stops it), commits every synced group's translated offset clamped to the
     target's end (from the last checkpoint when the source is unreachable), and prints per
-    partition what the last observation of the source held that the target does not: the
-    RPO's lower bound, with an upper bound from the source's peak write rate.
+    partition what the last observation of the source held that the target does not, and the
+    RPO as an interval: seen and not replicated, up to what the source could have taken since
+    at its peak write rate (`geokafka reconcile FLOW` counts it exactly once the source is back).
     WARNING: after this, FLOW no longer replicates; use `failback` to reverse it. Try
     --dry-run first.
     """
@@ -120,6 +111,7 @@ def failback(ctx: CliContext, flow: str, timeout: float, dry_run: bool) -> None:
 
     \b
     Steps (printed as they are done):
+    0. count the records the failover stranded at the original source (as `reconcile` does);
     1. check the original source is reachable;
     2. run the reverse flow FLOW-failback (target -> source, same guarantees) on Spark;
     3. once producers on the new primary are stopped, wait until it has caught up;
@@ -133,6 +125,10 @@ def failback(ctx: CliContext, flow: str, timeout: float, dry_run: bool) -> None:
     if ctx.json_output:
         ctx.emit(report.to_dict())
         return
+    if report.stranded is not None:
+        from geokafka.cli.reconcile_cmd import render_reconcile
+
+        ctx.console.print(render_reconcile(report.stranded))
     for step in report.steps:
         ctx.console.print(step)
     if report.promote is not None:

@@ -95,12 +95,13 @@ def _register() -> None:
         mirror_cmd,
         offsets_cmd,
         plan_cmd,
+        reconcile_cmd,
         status_cmd,
         topology_cmd,
     )
 
-    for module in (demo_cmd, bench_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, offsets_cmd, plan_cmd,
-                   drill_cmd, guard_cmd, status_cmd, check_cmd):
+    for module in (demo_cmd, bench_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, reconcile_cmd,
+                   offsets_cmd, plan_cmd, drill_cmd, guard_cmd, status_cmd, check_cmd):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -37,7 +37,10 @@ def status(ctx: CliContext, flows: tuple[str, ...], watch: bool, interval: float
     Reads the progress and heartbeats the mirror commits to each target's __geokafka_state,
     so it works from any machine while `geokafka mirror` runs elsewhere. A `running` flow
     whose heartbeat is older than 30 s is shown as `down`. When a source is unreachable, the
-    last known progress and the mirror's last observation of the source give the RPO.
+    last known progress and the mirror's last observation of the source bound the RPO (an
+    interval: records and seconds between a lower and an upper bound). A failed-over flow
+    shows when it failed over and what it lost: as its failover bounded it, or exactly once
+    `geokafka reconcile` counted it in the old source's logs.
 
     Exits 20 when a flow is in error or down, or its source or state cannot be read (for
     scripts and cron checks); 0 otherwise, including stopped and failed-over flows.

@@ -9,6 +9,15 @@ translation and cycle prevention:
 * ``gk.src`` -- ``<cluster>/<topic>/<partition>/<offset>`` of the record on the cluster it
   was copied from on this hop; replaced at every hop. This is what makes offset translation
   exact.
+
+Records that a failover left behind at the old source and `geokafka reconcile --replay`
+produced to the surviving site late carry no ``gk.src`` (they are not in the replicated
+order: offset translation treats them as written on the target) but ``gk.origin`` and:
+
+* ``gk.stranded`` -- ``<cluster>/<topic>/<partition>/<offset>`` of the record at the old source;
+* ``gk.stranded.failover`` -- when the failover that stranded it started (epoch ms, as text);
+* ``gk.stranded.processed-by`` -- the groups (comma-separated) the flow moves on failover whose
+  committed offset at the old source was past the record: they had processed it there.
 """
 
 from __future__ import annotations
@@ -21,7 +30,12 @@ from geokafka import contract
 
 ORIGIN_HEADER = contract.ORIGIN_HEADER
 SOURCE_HEADER = contract.SOURCE_HEADER
-PROVENANCE_HEADERS = frozenset({ORIGIN_HEADER, SOURCE_HEADER})
+# written by `reconcile --replay` only (Python): the JVM sink copies them like any user header
+STRANDED_HEADER = "gk.stranded"
+STRANDED_FAILOVER_HEADER = "gk.stranded.failover"
+STRANDED_PROCESSED_HEADER = "gk.stranded.processed-by"
+PROVENANCE_HEADERS = frozenset({ORIGIN_HEADER, SOURCE_HEADER, STRANDED_HEADER, STRANDED_FAILOVER_HEADER,
+                                STRANDED_PROCESSED_HEADER})
 _SOURCE_VALUE = re.compile("^" + re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>.+?)",
                                         re.escape(contract.SOURCE_HEADER_VALUE)) + "$")
 

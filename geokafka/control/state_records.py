@@ -10,11 +10,15 @@ records, by key:
   writes the same key and value).
 * :class:`Heartbeat` ``flow/<flow>``: the flow's state (running, retrying, stopped,
   failed-over, error) with the mirror's counters, rewritten every ~5 s by a live mirror.
-* :class:`SourceEnds` ``ends/<flow>``: the source's end offsets as last observed (about every
-  second), the peak append rate and when a look failed: what bounds the RPO after a disaster.
+* :class:`SourceEnds` ``ends/<flow>``: the source's end offsets as last observed (every
+  ``rpo.observe_ms``), the peak append rate and when a look failed: what bounds the RPO after a disaster.
 * :class:`Role` ``role/<flow>``: ``failed-over`` or ``active``, set by failover, promote and
   failback only, kept apart from the heartbeat so a heartbeat can never overwrite it.
 * :class:`FailoverRecord` ``report/<flow>``: the last failover report.
+* :class:`LossAccount` ``loss/<flow>``: the exact loss of the last failover, counted by
+  `reconcile` in the old source's logs once it answered again.
+* :class:`Reconciled` ``reconciled/<flow>/<topic>/<partition>``: up to where `reconcile --replay`
+  produced a partition's stranded records to the target, committed in the same transaction as them.
 * :class:`HeldGroups` ``held-groups/<flow>``: groups whose target offsets the sync leaves alone.
 * :class:`GroupCheckpoint` ``checkpoint/<flow>/<group>``: what a group sync saw and wrote.
 * :class:`TopicId` ``topic-id/<flow>/<topic>``: the source topic's ID when the flow started it.
@@ -149,7 +153,7 @@ class SourceEnds(FlowRecord):
     ends: dict[str, int]
     """``<topic>/<partition>`` -> end offset (high watermark) at ``at_ms``."""
     peak_rate: float | None = None
-    """Records per second the source took at most between two looks, over the last minute."""
+    """Records per second the source took at most over a second between looks, in the last minute."""
     failed_at_ms: int | None = None
     """When a later look failed (the source did not answer), if one did."""
 
@@ -210,6 +214,73 @@ class FailoverRecord(FlowRecord):
     def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
         """From a value."""
         return cls(flow, dict(value))
+
+
+@dataclass(frozen=True)
+class LossAccount(FlowRecord):
+    """The exact loss of a flow's last failover: its stranded records, counted in the old source's logs."""
+
+    KIND: ClassVar[str] = "loss"
+    flow: str
+    at_ms: int
+    """When `reconcile` (or `failback`) counted them."""
+    failover_at_ms: int
+    """When the failover they belong to started."""
+    records: int
+    seconds: float | None
+    """From the oldest stranded record's timestamp to the newest (None: no record, or no timestamps)."""
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    """``{"topic", "partition", "first", "last", "records", "first_ms", "last_ms"}`` per partition with stranded records."""
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {"at_ms": self.at_ms, "failover_at_ms": self.failover_at_ms, "records": self.records,
+                "seconds": self.seconds, "partitions": self.partitions}
+
+    @classmethod
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
+        """From a value."""
+        seconds = value.get("seconds")
+        return cls(flow, int(value.get("at_ms", 0)), int(value.get("failover_at_ms", 0)), int(value.get("records", 0)),
+                   None if seconds is None else float(seconds), list(value.get("partitions", [])))
+
+
+@dataclass(frozen=True)
+class Reconciled:
+    """Up to where `reconcile --replay` produced one partition's stranded records to the target."""
+
+    KIND: ClassVar[str] = "reconciled"
+    flow: str
+    topic: str
+    partition: int
+    next: int
+    """The next stranded source offset to replay (exclusive end of what was produced)."""
+    end: int
+    """The end of the partition's stranded records at the old source when the replay began."""
+    records: int
+    """Records produced so far (across runs)."""
+    at_ms: int
+
+    @staticmethod
+    def key_of(flow: str, topic: str, partition: int) -> str:
+        """Key of one source partition's replay."""
+        return f"reconciled/{flow}/{topic}/{partition}"
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.key_of(self.flow, self.topic, self.partition)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {"next": self.next, "end": self.end, "records": self.records, "at_ms": self.at_ms}
+
+    @classmethod
+    def decode(cls, flow: str, rest: str, value: Mapping[str, Any]) -> Reconciled:
+        """From the key's part after ``reconciled/<flow>/`` (``<topic>/<partition>``) and the value."""
+        topic, _, partition = rest.rpartition("/")
+        return cls(flow, topic, int(partition), int(value["next"]), int(value.get("end", value["next"])),
+                   int(value.get("records", 0)), int(value.get("at_ms", 0)))
 
 
 @dataclass(frozen=True)

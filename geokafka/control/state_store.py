@@ -39,7 +39,9 @@ from geokafka.control.state_records import (
     GroupCheckpoint,
     Heartbeat,
     HeldGroups,
+    LossAccount,
     Progress,
+    Reconciled,
     Role,
     SourceEnds,
     StateRecord,
@@ -159,6 +161,15 @@ class StateSnapshot:
         """The flow's last failover report, as recorded."""
         report = self.record(FailoverRecord, flow)
         return None if report is None else report.report
+
+    def loss_account(self, flow: str) -> LossAccount | None:
+        """The exact loss of the flow's last failover, once `reconcile` counted it."""
+        return self.record(LossAccount, flow)
+
+    def reconciled(self, flow: str) -> dict[tuple[str, int], Reconciled]:
+        """(source topic, partition) -> how far `reconcile --replay` got, for one flow."""
+        records = (Reconciled.decode(flow, rest, value) for rest, value in self._items(Reconciled.KIND, flow))
+        return {(r.topic, r.partition): r for r in records}
 
     def held_groups(self, flow: str) -> HeldGroups | None:
         """Groups the flow's offset sync leaves alone on the target."""

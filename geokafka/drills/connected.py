@@ -39,6 +39,9 @@ class DrillResult:
     rpo_records_reported: int = 0
     rpo_records_reported_upper: int | None = None
     rpo_seconds_reported: float | None = 0.0
+    """The upper bound of the reported span of lost writes (None: unbounded)."""
+    rpo_reported: str = ""
+    """The failover report's RPO interval in words."""
     acked_after_last_observation: int = 0
     rto_seconds: float = 0.0
     mirror_start_s: float = 0.0
@@ -203,6 +206,7 @@ def _measure(result: DrillResult, stream: OrderStream, reader: GroupReader, resu
     result.rpo_records_reported_upper = report.rpo_records_upper
     seconds = report.rpo_seconds
     result.rpo_seconds_reported = None if seconds is None else round(seconds, 3)
+    result.rpo_reported = report.rpo.headline()
     result.failover_command_s = round(report.duration_s, 3)
     # RTO: from the kill until the group is assigned its partitions at atl and consuming.
     result.rto_seconds = round((resumed.ready_ms - kill_ms) / 1000, 3) if resumed.ready_ms else float("nan")

@@ -1,5 +1,9 @@
 """Failback: bring the original source back as the primary after a failover.
 
+It starts with the accounting of `reconcile` (:mod:`geokafka.failover.reconcile`): the records
+the failover stranded at the original site, exactly, and the groups that had not processed
+them (recorded on the target as the failover's exact RPO).
+
 The reverse flow (``<flow>-failback``: target -> original source, same naming and guarantees)
 replicates what was written on the new primary during the outage back to the original site;
 records that started on the original site are not sent back (their ``gk.origin``). Once it
@@ -25,6 +29,7 @@ from geokafka.control.state_records import Role
 from geokafka.control.state_store import state_store
 from geokafka.errors import FlowStateError
 from geokafka.failover.failover import FailoverReport, failover
+from geokafka.failover.reconcile import ReconcileReport, reconcile
 from geokafka.topology.schema import Flow, Topology
 
 FAILBACK_STEPS = [
@@ -65,6 +70,8 @@ class FailbackReport:
     reverse: str
     dry_run: bool = False
     steps: list[str] = field(default_factory=list)
+    stranded: ReconcileReport | None = None
+    """The records the failover left at the original site, counted before anything else."""
     promote: FailoverReport | None = None
     groups: BackReport | None = None
     notes: list[str] = field(default_factory=list)
@@ -72,6 +79,7 @@ class FailbackReport:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {"flow": self.flow, "reverse": self.reverse, "dry_run": self.dry_run, "steps": self.steps,
+                "stranded": self.stranded.to_dict() if self.stranded else None,
                 "promote": self.promote.to_dict() if self.promote else None,
                 "groups": self.groups.to_dict() if self.groups else None, "notes": self.notes}
 
@@ -91,6 +99,12 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
     reverse = reverse_flow_name(flow_name)
     names = dict(flow=flow_name, reverse=reverse, source=flow.source, target=flow.target)
     report = FailbackReport(flow_name, reverse, dry_run, [s.format(**names) for s in FAILBACK_STEPS])
+    report.stranded = reconcile(topology, flow_name, record=not dry_run, timeout_s=timeout_s)
+    if report.stranded.records:
+        report.notes.append(
+            f"{report.stranded.records:,} records the failover stranded at {flow.source} reach {flow.target} when "
+            f"`geokafka mirror {flow_name}` resumes from the replicated position (those `reconcile --replay "
+            "--execute` produced already are not copied again)")
     if dry_run:
         return _preview(full, flow_name, reverse, report)
     # A reverse flow left failed-over by an earlier failback would refuse to run: reset it.

@@ -2,9 +2,11 @@
 
 * ``failover`` -- the source is gone. Fence the flow's writers (nothing more can land), mark
   the flow failed-over on the target (a mirror that is still alive stops), move every synced
-  group to its translated position clamped to the target's end, and report what was lost:
-  per partition the records the last observation of the source showed but the target does
-  not have (RPO in records) and how old the oldest of them is at most (RPO in seconds).
+  group to its translated position clamped to the target's end, and report what was lost as
+  an interval (:mod:`geokafka.control.rpo`): per partition the records the last observation of
+  the source showed but the target does not have, and at most what the source could have
+  taken since at its peak rate; the exact figure comes from `geokafka reconcile` once the
+  old source answers again (:mod:`geokafka.failover.reconcile`).
 * ``promote`` -- a planned move. The source is reachable and producers have stopped: wait
   until the running mirror has replicated everything, sync configs and groups a last time,
   then fail over. RPO is 0 by construction, or the command refuses after its timeout.
@@ -22,7 +24,7 @@ from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
-from geokafka.control.rpo import rpo_bounds
+from geokafka.control.rpo import RpoInterval, rpo_interval
 from geokafka.control.selection import select_topics
 from geokafka.control.state_records import FailoverRecord, Role
 from geokafka.control.state_store import StateSnapshot, state_store
@@ -42,8 +44,11 @@ class PartitionLoss:
     observed_end: int | None
     replicated_next: int
     unreplicated: int
-    rpo_seconds: float | None
-    """How old the oldest unreplicated record is at most; None when nothing of it was ever replicated."""
+    """Seen by the last observation and not replicated: certainly lost."""
+    replicated_past_observation: int = 0
+    """Replicated beyond the last observation: written after it (the observation is stale here)."""
+    last_replicated_ms: int | None = None
+    """Timestamp of the last record replicated (the oldest loss here is not older)."""
 
 
 @dataclass
@@ -60,8 +65,8 @@ class FailoverReport:
     dry_run: bool = False
     observed_at_ms: int | None = None
     observation_age_s: float | None = None
-    rpo_records_upper: int | None = None
-    """At most this many records lost (see :mod:`geokafka.control.rpo`); None when unbounded."""
+    rpo: RpoInterval = field(default_factory=lambda: RpoInterval.unknown("not computed"))
+    """What the failover lost, records and seconds between bounds (see :mod:`geokafka.control.rpo`)."""
     partitions: list[PartitionLoss] = field(default_factory=list)
     groups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -69,16 +74,18 @@ class FailoverReport:
     @property
     def rpo_records(self) -> int:
         """Records certainly lost: the last observation of the source showed them, the target lacks them
-        (a lower bound: records written after that observation cannot be counted)."""
+        (the interval's lower bound: records written after that observation cannot be counted)."""
         return sum(p.unreplicated for p in self.partitions)
 
     @property
+    def rpo_records_upper(self) -> int | None:
+        """At most this many records lost; None when unbounded."""
+        return self.rpo.records_upper
+
+    @property
     def rpo_seconds(self) -> float | None:
-        """The longest span of source writes that did not reach the target (None when unknown)."""
-        spans = [p.rpo_seconds for p in self.partitions if p.unreplicated]
-        if any(s is None for s in spans):
-            return None
-        return max((s for s in spans if s is not None), default=0.0)
+        """At most this span of source writes did not reach the target (None when unbounded)."""
+        return self.rpo.seconds_upper
 
     @property
     def duration_s(self) -> float:
@@ -93,8 +100,8 @@ class FailoverReport:
         """JSON-ready form, with the totals (no NaN: unknown is null)."""
         data = asdict(self)
         seconds = self.rpo_seconds
-        data.update(rpo_records=self.rpo_records, rpo_records_lower=self.rpo_records,
-                    rpo_seconds=None if seconds is None else round(seconds, 3),
+        data.update(rpo=self.rpo.to_dict(), rpo_records=self.rpo_records, rpo_records_lower=self.rpo_records,
+                    rpo_records_upper=self.rpo_records_upper, rpo_seconds=None if seconds is None else round(seconds, 3),
                     duration_s=round(self.duration_s, 3), groups_held_on_target=self.groups_held_on_target())
         return data
 
@@ -119,19 +126,16 @@ def losses(flow_name: str, state: StateSnapshot) -> tuple[int | None, list[Parti
     observed_at = observation.at_ms if observation else None
     ends = observation.ends if observation else {}
     records = state.progress_records(flow_name)
-    progress = {tp: r.next for tp, r in records.items()}
-    last_ts = {tp: r.last_timestamp for tp, r in records.items()}
-    keys = {(k.rpartition("/")[0], int(k.rpartition("/")[2])) for k in ends} | set(progress)
+    keys = {(k.rpartition("/")[0], int(k.rpartition("/")[2])) for k in ends} | set(records)
     out = []
     for topic, partition in sorted(keys):
         end = ends.get(f"{topic}/{partition}")
-        nxt = progress.get((topic, partition), 0)
+        record = records.get((topic, partition))
+        nxt = record.next if record is not None else 0
+        stamp = record.last_timestamp if record is not None and record.last_timestamp >= 0 else None
         missing = max(0, end - nxt) if end is not None else 0
-        rpo_s: float | None = 0.0
-        if missing and observed_at is not None:
-            ts = last_ts.get((topic, partition), -1)
-            rpo_s = max(0.0, (observed_at - ts) / 1000) if ts >= 0 else None
-        out.append(PartitionLoss(topic, partition, end, nxt, missing, rpo_s))
+        past = max(0, nxt - end) if end is not None else 0
+        out.append(PartitionLoss(topic, partition, end, nxt, missing, past, stamp))
     return observed_at, out
 
 
@@ -180,21 +184,23 @@ def failover(
         report.source_reachable = probe.result()
         probed_at_ms = int(time.time() * 1000)
     report.observed_at_ms, report.partitions = losses(flow_name, state)
-    bounds = rpo_bounds(state.source_ends(flow_name), state.progress(flow_name),
-                        report.started_ms, gone_at_ms=None if report.source_reachable else probed_at_ms)
-    report.observation_age_s = None if bounds.observation_age_s is None else round(bounds.observation_age_s, 3)
-    if not report.source_reachable and not promote:
-        report.rpo_records_upper = bounds.upper_records
-        report.notes.extend(bounds.notes)
-    elif promote:
-        report.rpo_records_upper = report.rpo_records
+    if promote:
+        report.rpo = RpoInterval.exact(0, 0.0)  # caught up before the role changed: nothing to lose
+    else:
+        report.rpo = rpo_interval(state.source_ends(flow_name), state.progress_records(flow_name),
+                                  report.started_ms, gone_at_ms=None if report.source_reachable else probed_at_ms)
+        report.observation_age_s = report.rpo.observation_age_s
+        if report.source_reachable:
+            report.notes.append("the source still answers: records its producers write from now on stay there; "
+                                f"`geokafka reconcile {flow_name}` lists them")
+        else:
+            report.notes.append(f"the exact loss: `geokafka reconcile {flow_name}` once {flow.source} answers again")
     if move_groups and ("group-offsets" in flow.sync or flow.groups):
         report.groups = _move_groups(topology, flow_name, report, overwrite_groups, dry_run)
     report.finished_ms = int(time.time() * 1000)
     if not dry_run:
         store.write(FailoverRecord(flow_name, report.to_dict()))
-        store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind, rpo_records=report.rpo_records,
-                       rpo_seconds=report.rpo_seconds)
+        store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind, rpo=report.rpo.to_dict())
     return report
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import time
 
 from geokafka.control.connection import connection
-from geokafka.control.rpo import rpo_bounds
+from geokafka.control.rpo import RpoInterval, rpo_interval
+from geokafka.control.state_records import Role
 from geokafka.control.state_store import StateSnapshot
 from geokafka.errors import GeokafkaError
 from geokafka.guard.journal import Journal
@@ -14,11 +15,13 @@ from geokafka.monitoring.status import (
     STALE_AFTER_S,
     FlowStatus,
     StatusReport,
+    failover_rpo,
     flow_rpo,
     headline_state,
     mirror_details,
+    recreation_problem,
 )
-from geokafka.monitoring.status_io import ClusterReads, flow_partitions
+from geokafka.monitoring.status_io import ClusterReads, flow_partitions, recreated_topics
 from geokafka.monitoring.throughput import History
 from geokafka.topology.schema import Topology
 
@@ -117,10 +120,23 @@ class StatusCollector:
                 status.state = "state-unavailable"
         basis = "live" if reachable else ("last-observed" if observed_ms is not None else "unknown")
         status.rpo = flow_rpo(partitions, basis, observed_ms)
-        if basis == "last-observed":
-            progress = {(p.topic, p.partition): p.replicated for p in partitions if p.replicated is not None}
-            bounds = rpo_bounds(state.source_ends(name), progress, now_ms, gone_at_ms=now_ms)
-            status.rpo.upper_records = bounds.upper_records
+        if basis == "last-observed":  # the source did not answer now: it may be gone since the last look
+            status.rpo.set_interval(rpo_interval(state.source_ends(name), state.progress_records(name), now_ms,
+                                                 gone_at_ms=now_ms))
+        recreated = recreated_topics(io, name, flow, state) if reachable else []
+        for recreation in recreated:
+            for part in partitions:
+                if part.topic == recreation.topic:
+                    part.recreated, part.lag_records, part.lag_seconds = True, None, None
+            status.recreated.append(recreation_problem(recreation, partitions))
+        if recreated:
+            status.rpo.set_interval(RpoInterval.unknown(
+                f"source topic {', '.join(r.topic for r in recreated)} was re-created since it was replicated"))
+        if state.role(name) == Role.FAILED_OVER:
+            role = state.record(Role, name)
+            loss = state.loss_account(name)
+            status.failover, status.rpo = failover_rpo(state.failover_report(name), role.at_ms if role else None,
+                                                       None if loss is None else loss.encode())
         held = state.held_groups(name)
         status.held_groups = [] if held is None else list(held.held)
         return status

@@ -14,8 +14,16 @@ geokafka_flow_up                            gauge   1 when the flow's mirror is 
 geokafka_flow_state                         gauge   1 for the flow's current state label
 geokafka_flow_source_up                     gauge   1 when the source cluster answers
 geokafka_flow_heartbeat_age_seconds         gauge   age of the mirror's last heartbeat
-geokafka_flow_rpo_records                   gauge   records a failover would lose now
-geokafka_flow_rpo_seconds                   gauge   age of the oldest of them
+geokafka_flow_rpo_records                   gauge   records a failover would lose now, at most (the interval's
+                                                    upper bound; exact while the source answers); after a
+                                                    failover: what it lost
+geokafka_flow_rpo_seconds                   gauge   span of those writes, at most
+geokafka_flow_rpo_records_lower             gauge   records certainly lost (seen by the last observation)
+geokafka_flow_rpo_records_upper             gauge   at most this many records (left out when unbounded)
+geokafka_flow_rpo_seconds_lower             gauge   span of the lost writes, at least
+geokafka_flow_rpo_seconds_upper             gauge   span of the lost writes, at most
+geokafka_flow_rpo_exact                     gauge   1 when the RPO is counted, 0 when it is bounded
+geokafka_flow_rpo_observation_age_seconds   gauge   age of the mirror's last look at the source the bounds use
 geokafka_flow_throughput_records_per_second gauge   replicated records/s over the status window
 =========================================== ======= ==========================================
 
@@ -66,9 +74,21 @@ class _ReportCollector:
                                       labels=["flow"])
         age = GaugeMetricFamily("geokafka_flow_heartbeat_age_seconds", "Age of the mirror's last heartbeat",
                                 labels=["flow"])
-        rpo = GaugeMetricFamily("geokafka_flow_rpo_records", "Records a failover would lose now", labels=["flow"])
-        rpo_s = GaugeMetricFamily("geokafka_flow_rpo_seconds", "Age of the oldest record a failover would lose now",
+        rpo = GaugeMetricFamily("geokafka_flow_rpo_records",
+                                "Records a failover would lose now, at most (after a failover: what it lost)",
+                                labels=["flow"])
+        rpo_s = GaugeMetricFamily("geokafka_flow_rpo_seconds", "Span of the writes a failover would lose now, at most",
                                   labels=["flow"])
+        bounds = {
+            name: GaugeMetricFamily(f"geokafka_flow_rpo_{name}", text, labels=["flow"]) for name, text in (
+                ("records_lower", "Records a failover would certainly lose (seen by the last observation)"),
+                ("records_upper", "Records a failover would lose at most (left out when unbounded)"),
+                ("seconds_lower", "Span of the writes a failover would lose, at least"),
+                ("seconds_upper", "Span of the writes a failover would lose, at most"),
+                ("exact", "1 when the RPO is counted exactly, 0 when it is bounded"),
+                ("observation_age_seconds", "Age of the mirror's last look at the source the RPO bounds use"),
+            )
+        }
         rate = GaugeMetricFamily("geokafka_flow_throughput_records_per_second",
                                  "Replicated records per second over the status window", labels=["flow"])
         for flow in self.report.flows:
@@ -88,13 +108,21 @@ class _ReportCollector:
             source_up.add_metric([flow.name], 1.0 if flow.source_reachable else 0.0)
             if flow.heartbeat_age_s is not None:
                 age.add_metric([flow.name], flow.heartbeat_age_s)
-            if flow.rpo.records is not None:
-                rpo.add_metric([flow.name], float(flow.rpo.records))
-            if flow.rpo.seconds is not None:
-                rpo_s.add_metric([flow.name], flow.rpo.seconds)
+            figures = flow.rpo
+            for family, value in ((rpo, figures.records_upper), (rpo_s, figures.seconds_upper),
+                                  (bounds["records_lower"], figures.records_lower),
+                                  (bounds["records_upper"], figures.records_upper),
+                                  (bounds["seconds_lower"], figures.seconds_lower),
+                                  (bounds["seconds_upper"], figures.seconds_upper),
+                                  (bounds["observation_age_seconds"], figures.observation_age_s)):
+                if value is not None:
+                    family.add_metric([flow.name], float(value))
+            if figures.records_lower is not None:
+                bounds["exact"].add_metric([flow.name], 1.0 if figures.exact else 0.0)
             if flow.throughput is not None:
                 rate.add_metric([flow.name], flow.throughput.records_per_s)
         yield from (lag, lag_s, end, done, lost, written, nbytes, up, state, source_up, age, rpo, rpo_s, rate)
+        yield from bounds.values()
         if self.report.guard is not None:
             yield from _guard_metrics(self.report.guard)
 

@@ -1,4 +1,5 @@
-"""Replication status of every flow: state, lag, throughput and the RPO if the source died now.
+"""Replication status of every flow: state, lag, throughput and the RPO if the source died now
+(or, after a failover, what the failover lost).
 
 Everything is read from Kafka, never from a mirror's memory, so ``status`` works from any
 process while ``mirror`` runs elsewhere:
@@ -10,7 +11,9 @@ process while ``mirror`` runs elsewhere:
   transactions are not counted yet) and the timestamp of the oldest unreplicated record.
 
 When the source is unreachable, the last progress and the mirror's last observation of the
-source still answer the disaster question: what would a failover lose right now.
+source still answer the disaster question: what would a failover lose right now, as an
+interval (:mod:`geokafka.control.rpo`). After a failover the flow shows what that failover
+lost: bounded as its report said, or exact once `reconcile` counted it.
 
 Lag semantics (per source partition, ``next`` = replicated progress)::
 
@@ -23,10 +26,11 @@ Lag semantics (per source partition, ``next`` = replicated progress)::
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from geokafka.control.rpo import RpoInterval
+from geokafka.control.topic_identity import Recreation
 from geokafka.guard.summary import GuardStatus
 from geokafka.secrets import redact
 
@@ -60,6 +64,10 @@ class PartitionStatus:
     lost_records: int = 0
     """Offsets between the progress and the source's log start: deleted at the source (retention,
     deleteRecords) before they were replicated, so on no cluster any more (see :func:`lost_offsets`)."""
+    source_start: int | None = None
+    """The source's log start offset (None when the source is unreachable)."""
+    recreated: bool = False
+    """The source topic was re-created since its progress was recorded: no lag can be counted."""
 
 
 @dataclass
@@ -75,17 +83,66 @@ class Throughput:
 
 @dataclass
 class Rpo:
-    """What a failover would lose now: unreplicated records and the age of the oldest one."""
+    """What a failover would lose now (or, after one, what it lost): records and seconds, as an interval.
+
+    ``basis``: ``live`` (the source answers: its lag, exact), ``last-observed`` (the source does
+    not answer: bounded from the mirror's last look), ``failover`` (what the flow's failover
+    lost, bounded or counted by `reconcile`) or ``unknown``.
+    """
 
     records: int | None
+    """Exactly this many when ``exact``; otherwise the lower bound (certainly lost)."""
     seconds: float | None
-    basis: str  # "live" | "last-observed" | "unknown"
+    """The span of the writes lost when ``exact`` (the age of the oldest unreplicated record, live);
+    otherwise its upper bound."""
+    basis: str  # "live" | "last-observed" | "failover" | "unknown"
     observed_ms: int | None = None
     note: str | None = None
-    upper_records: int | None = None
-    """With the source unreachable: at most this many (``records`` is then a lower bound)."""
+    records_upper: int | None = None
+    """At most this many (None: unbounded)."""
     lost_records: int = 0
     """Already lost, failover or not: deleted at the source before they were replicated."""
+    records_lower: int | None = None
+    seconds_lower: float | None = None
+    seconds_upper: float | None = None
+    observation_age_s: float | None = None
+    exact: bool = False
+    headline: str = ""
+    """The interval in words, as `status`, `failover`, the dashboard and the metrics' help say it."""
+
+    def __post_init__(self) -> None:
+        if not self.headline:
+            if self.basis == "live" and self.records is not None:
+                self.set_interval(RpoInterval.exact(self.records, self.seconds))
+            elif self.records is None:
+                self.headline = "unknown"
+            else:
+                self.set_interval(RpoInterval("observed", self.records, self.records_upper, 0.0, self.seconds,
+                                              self.observed_ms, reason="the source's last observation is not known"))
+
+    def set_interval(self, interval: RpoInterval) -> None:
+        """Take the figures of ``interval`` (exact or bounded)."""
+        self.records_lower, self.records_upper = interval.records_lower, interval.records_upper
+        self.seconds_lower, self.seconds_upper = interval.seconds_lower, interval.seconds_upper
+        self.observation_age_s = interval.observation_age_s
+        self.exact = interval.is_exact
+        self.records = interval.records_lower
+        self.seconds = interval.seconds_lower if interval.is_exact else interval.seconds_upper
+        if interval.observed_at_ms is not None:
+            self.observed_ms = interval.observed_at_ms
+        self.headline = interval.headline()
+
+
+@dataclass
+class FailoverStatus:
+    """A failed-over flow: when, how, and whether its loss is exact yet."""
+
+    at_ms: int
+    kind: str
+    """``failover`` or ``promote``."""
+    exact: bool
+    counted_at_ms: int | None = None
+    """When `reconcile` (or `failback`) counted the stranded records in the old source's logs."""
 
 
 @dataclass
@@ -112,6 +169,10 @@ class FlowStatus:
     rpo: Rpo = field(default_factory=lambda: Rpo(None, None, "unknown"))
     throughput: Throughput | None = None
     last_failover: dict[str, Any] | None = None
+    failover: FailoverStatus | None = None
+    """Set while the flow is failed over: its RPO is then what the failover lost."""
+    recreated: list[str] = field(default_factory=list)
+    """Why no lag can be counted for a source topic that was re-created, one line per topic."""
     held_groups: list[dict[str, Any]] = field(default_factory=list)
     """Group partitions the offset sync leaves alone because the group is in use on the target."""
 
@@ -241,13 +302,49 @@ def flow_rpo(partitions: list[PartitionStatus], basis: str, observed_ms: int | N
     seconds = None if missing_seconds else max(seconds_known, default=0.0)
     note = None
     if basis == "last-observed":
-        age = "" if observed_ms is None else f" ({max(0.0, (time.time() * 1000 - observed_ms) / 1000):.0f} s old)"
-        note = (f"a lower bound: the source is unreachable, so this is from the mirror's last observation of its "
-                f"end offsets{age}; records written after it are not counted")
+        note = "the source is unreachable: bounded from the mirror's last observation of its end offsets"
     if any(lag is None for lag in lags):
         note = (note + "; " if note else "") + "some partitions have no known end offset"
     lost = sum(p.lost_records for p in partitions)
     return Rpo(records, seconds, basis, observed_ms, note, lost_records=lost)
+
+
+def failover_rpo(report: dict[str, Any] | None, role_at_ms: int | None, loss: dict[str, Any] | None
+                 ) -> tuple[FailoverStatus, Rpo]:
+    """What a failed-over flow's failover lost (pure): the exact count once `reconcile` made one for
+    this failover (``loss``, a LossAccount value), else the interval its report stated."""
+    report = report or {}
+    at_ms = int(report.get("started_ms") or role_at_ms or 0)
+    kind = str(report.get("kind", "failover"))
+    if loss is not None and int(loss.get("failover_at_ms", -1)) == at_ms:
+        seconds = loss.get("seconds")
+        interval = RpoInterval.exact(int(loss.get("records", 0)), None if seconds is None else float(seconds))
+        counted: int | None = int(loss.get("at_ms", 0))
+    elif isinstance(report.get("rpo"), dict):
+        interval, counted = RpoInterval.from_dict(report["rpo"]), None
+    elif report.get("rpo_records") is not None:  # a report of an older geokafka: the lower bound only
+        interval = RpoInterval("observed", int(report["rpo_records"]), report.get("rpo_records_upper"), 0.0,
+                               report.get("rpo_seconds"), reason="not recorded")
+        counted = None
+    else:
+        interval, counted = RpoInterval.unknown("no failover report recorded"), None
+    rpo = Rpo(None, None, "failover", headline="-")
+    rpo.set_interval(interval)
+    return FailoverStatus(at_ms, kind, interval.is_exact, counted), rpo
+
+
+def recreation_problem(recreation: Recreation, partitions: list[PartitionStatus]) -> str:
+    """One line: which topic was re-created, how far the old one was replicated, what the new one holds."""
+    parts = sorted((p for p in partitions if p.topic == recreation.topic), key=lambda p: p.partition)
+    old = ", ".join(f"{recreation.topic}/{p.partition} up to offset {p.replicated}" for p in parts
+                    if p.replicated is not None) or "nothing"
+    new = ", ".join(
+        f"{recreation.topic}/{p.partition} " + ("no records" if p.source_end == p.source_start or p.source_end is None
+                                                 else f"offsets {p.source_start}..{p.source_end - 1}")
+        for p in parts)
+    return (f"source topic {recreation.topic}: {recreation.describe()}; the flow replicated {old} of the old topic; "
+            f"the new topic holds {new or 'no partitions'}: a mirror stops on it (DataLossError) unless skip_gaps: "
+            "true, which replicates the new topic from its start")
 
 
 def mirror_details(record: dict[str, Any] | None) -> dict[str, Any]:

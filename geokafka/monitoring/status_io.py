@@ -13,6 +13,7 @@ from geokafka.control.naming import policy_for
 from geokafka.control.selection import select_topics
 from geokafka.control.state_records import TopicPartitionKey
 from geokafka.control.state_store import StateSnapshot, state_store
+from geokafka.control.topic_identity import Recreation, recreations
 from geokafka.errors import GeokafkaError
 from geokafka.monitoring.status import PartitionStatus, lost_offsets, observed_lag, partition_lag, raw_lag
 from geokafka.topology.schema import Flow, Topology
@@ -185,5 +186,19 @@ def flow_partitions(
         lag, seconds = partition_lag(end, effective[tp], probe, now_ms)
         rows.append(PartitionStatus(topic, partition, policy.remote_topic(flow.source, topic), end,
                                     next_offset, lag, seconds, last_ms, resume_offset=resume.get(tp),
-                                    lost_records=lost_offsets(low, next_offset)))
+                                    lost_records=lost_offsets(low, next_offset), source_start=low))
     return rows, None, None, now_ms
+
+
+def recreated_topics(io: ClusterReads, name: str, flow: Flow, state: StateSnapshot) -> list[Recreation]:
+    """Source topics whose ID changed since the flow recorded it (progress of the old topic); none
+    when the source does not answer (its topics are then not compared)."""
+    stored = state.topic_ids(name)
+    replicated = {topic for topic, _ in state.progress(name)} & set(stored)
+    if not replicated:
+        return []
+    try:
+        current = io.admin(flow.source).topic_ids(sorted(replicated))
+    except GeokafkaError:
+        return []
+    return recreations(stored, current, replicated)

@@ -74,18 +74,26 @@ def headline(flow: FlowStatus) -> Text:
     text.append(f"  {flow.source} → {flow.target}   ")
     text.append_text(state_line(flow))
     rpo = flow.rpo
-    text.append("\n  RPO if the source died now: ")
-    if rpo.records is None:
-        text.append("unknown", style="yellow")
+    style = "green" if rpo.exact and rpo.records == 0 else "yellow"
+    if flow.failover is not None:
+        at = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(flow.failover.at_ms / 1000))
+        text.append(f"\n  failed over to {flow.target} at {at} ({flow.failover.kind}); ")
+        if flow.failover.exact and flow.failover.counted_at_ms:
+            counted = time.strftime("%H:%M:%S", time.localtime(flow.failover.counted_at_ms / 1000))
+            text.append(f"RPO, exact (counted in {flow.source}'s logs at {counted}): ")
+        else:
+            text.append("RPO: ")
+        text.append(rpo.headline, style=style)
+        if not flow.failover.exact:
+            text.append(f"\n  the exact loss: `geokafka reconcile {flow.name}` once {flow.source} answers again",
+                        style="dim")
     else:
-        style = "green" if rpo.records == 0 else "yellow"
-        least = "at least " if rpo.basis == "last-observed" else ""
-        text.append(f"{least}{fmt_count(rpo.records)} records, {fmt_seconds(rpo.seconds)}", style=style)
-        if rpo.basis == "last-observed":
-            most = "unbounded" if rpo.upper_records is None else f"{fmt_count(rpo.upper_records)} records"
-            text.append(f"; at most {most}", style=style)
-    if rpo.note:
-        text.append(f" ({rpo.note})", style="dim")
+        text.append("\n  RPO if the source died now: ")
+        text.append(rpo.headline, style=style)
+        if rpo.note:
+            text.append(f" ({rpo.note})", style="dim")
+    for problem in flow.recreated:
+        text.append(f"\n  {problem}", style="red")
     if rpo.lost_records:
         text.append(f"\n  LOST: {fmt_count(rpo.lost_records)} records deleted at the source before they were "
                     f"replicated (retention or deleteRecords); on no cluster any more", style="bold red")
@@ -123,7 +131,8 @@ def flow_table(flow: FlowStatus) -> Table:
         lag_style = "green" if part.lag_records == 0 else ("yellow" if part.lag_records else "")
         cells: list[str | Text] = [
             part.topic, str(part.partition), fmt_count(part.source_end), fmt_count(part.replicated),
-            Text(fmt_count(part.lag_records), style=lag_style), fmt_seconds(part.lag_seconds),
+            Text("re-created", style="red") if part.recreated else Text(fmt_count(part.lag_records), style=lag_style),
+            fmt_seconds(part.lag_seconds),
             fmt_rate(part.records_per_s, ""),
         ]
         table.add_row(*cells, *([fmt_count(part.lost_records)] if lost else []))

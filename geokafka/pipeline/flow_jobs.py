@@ -16,13 +16,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from geokafka import errors
-from geokafka.control.rpo import RATE_WINDOW, peak_rate
-from geokafka.control.state_records import HeldGroups, Role, SourceEnds
+from geokafka.control.source_ends import SourceEndsWatch
+from geokafka.control.state_records import HeldGroups, Role
 from geokafka.control.state_store import StateStore
 from geokafka.control.topic_sync import TopicPair
 from geokafka.pipeline.flow_clients import FlowClients
@@ -34,7 +33,6 @@ from geokafka.topology.schema import Topology
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 5.0
-OBSERVE_S = 1.0
 TOPIC_IDS_S = 1.0
 
 
@@ -107,8 +105,7 @@ class FlowJobs:
         self.clients = clients
         self.store = store
         self.signals = signals
-        self._observation: SourceEnds | None = None
-        self._rate_samples: deque[tuple[int, int]] = deque(maxlen=RATE_WINDOW)
+        self._source_ends = SourceEndsWatch(self.name, clients.observer, store)
         self._held_groups: list[tuple[str, str, int, str]] = []
         self._offset_index: Any = None
         self._sync_memory: Any = None
@@ -123,7 +120,8 @@ class FlowJobs:
         if "partitions" in self.flow.sync:
             refresh = min(refresh, self.flow.sync_interval_s)
         scheduler.add("heartbeat", HEARTBEAT_S, self.heartbeat, timeout_s=HEARTBEAT_S)
-        scheduler.add("observe", OBSERVE_S, self.observe, timeout_s=2 * OBSERVE_S + 2)
+        observe_s = self.topology.rpo.observe_ms / 1000
+        scheduler.add("observe", observe_s, self.observe, timeout_s=max(2.0, 4 * observe_s))
         scheduler.add("topic-ids", TOPIC_IDS_S, self.watch_topic_ids, timeout_s=5.0)
         scheduler.add("selection", refresh, self.watch_selection, timeout_s=30.0)
         scheduler.add("sync", self.flow.sync_interval_s, self.sync, timeout_s=max(30.0, self.flow.sync_interval_s))
@@ -145,30 +143,11 @@ class FlowJobs:
     # -- source observation ----------------------------------------------------------------
 
     def observe(self) -> None:
-        """Record the source's end offsets (the RPO's lower bound if it dies) and its peak append rate; after
-        a failed look, when it failed (what bounds the RPO from above)."""
-        if not self.view.replicating:
-            return
-        pairs = self.view.pairs
-        at_ms = int(time.time() * 1000)
-        try:
-            ranges = self.clients.observer.log_ranges({p.source: p.partitions for p in pairs})
-        except errors.GeokafkaError as exc:
-            log.debug("flow %s: source ends not observed: %s", self.name, exc)
-            last = self._observation
-            if last is not None and last.failed_at_ms is None:
-                self._write_observation(replace(last, failed_at_ms=int(time.time() * 1000)))
-            return
-        ends = {f"{topic}/{p}": high for topic, parts in ranges.items() for p, (_, high) in parts.items()}
-        self._rate_samples.append((at_ms, sum(ends.values())))
-        self._write_observation(SourceEnds(self.name, at_ms, ends, peak_rate(self._rate_samples)))
-
-    def _write_observation(self, observation: SourceEnds) -> None:
-        try:
-            self.store.write(observation, timeout_s=5.0)
-            self._observation = observation
-        except errors.GeokafkaError as exc:
-            log.debug("flow %s: source observation not written: %s", self.name, exc)
+        """Record the source's end offsets (the RPO's lower bound if it dies) and its peak append rate, every
+        ``rpo.observe_ms`` on a schedule of its own (never behind a sync); after a failed look, when it failed
+        (what bounds the RPO from above)."""
+        if self.view.replicating:
+            self._source_ends.observe(self.view.pairs)
 
     # -- topics ----------------------------------------------------------------------------
 

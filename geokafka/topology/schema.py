@@ -277,6 +277,15 @@ class Pipeline(_Model):
         "JVM's default calls, so Spark's start-up code is left to the quick one)"))
 
 
+class Rpo(_Model):
+    """How the running mirror watches what a failover would lose."""
+
+    observe_ms: int = Field(250, ge=50, le=60_000, description=(
+        "how often a running mirror reads the source's end offsets (one ListOffsets request per broker) and "
+        "keeps them on the target: after a disaster, records written since the last look can only be bounded, "
+        "at the source's peak write rate, so a shorter interval keeps the RPO interval narrow"))
+
+
 class StretchDC(_Model):
     """One data center of a stretched cluster."""
 
@@ -377,6 +386,7 @@ class Topology(_Model):
         "the Kafka clusters by name; required unless the file only plans a stretched cluster (stretch:)"))
     flows: dict[Name, Flow] = Field(default_factory=dict, description="replication flows between the clusters")
     pipeline: Pipeline = Field(default_factory=Pipeline, description="where and how flows run on Spark")
+    rpo: Rpo = Field(default_factory=Rpo, description="how the RPO of every flow is observed while it runs")
     stretch: Stretch | None = Field(None, description="a stretched cluster to plan, drill and guard")
 
     def flow(self, name: str) -> Flow:

@@ -11,6 +11,7 @@ from kafka_util import create_topic, numbered_records, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
 
 from geokafka.errors import DataLossError
+from geokafka.monitoring.collect import collect_status
 
 pytestmark = pytest.mark.integration
 
@@ -64,6 +65,14 @@ def test_recreated_topic_stops_the_flow_at_start(base_topology, east, west, uniq
     assert_names_every_partition(error, topic)
     # nothing of the new topic reached the target
     assert len(read_all(west, f"east.{topic}")) == 100 * PARTITIONS
+    # status says why the flow stopped and what each topic holds, not lag 0
+    status = collect_status(topology, [flow]).flow(flow)
+    assert status.state == "error" and status.reason and "re-created" in status.reason
+    assert [(p.recreated, p.lag_records) for p in status.partitions] == [(True, None)] * PARTITIONS
+    assert status.rpo.records is None and "re-created" in status.rpo.headline
+    [line] = status.recreated
+    assert f"{topic}/0 up to offset 100" in line
+    assert f"the new topic holds {topic}/0 offsets 0..{new_length - 1}, {topic}/1 offsets 0..{new_length - 1}" in line
 
 
 def test_skip_gaps_replicates_the_new_topic_from_its_start(base_topology, east, west, unique):

@@ -64,6 +64,14 @@ function figure(label, value, cls = "", hint = "") {
   return `<div class="figure"><div class="label">${esc(label)}</div><div class="value ${cls}">${value}</div>${hint ? `<div class="hint">${esc(hint)}</div>` : ""}</div>`;
 }
 
+// "53", "120 – 410", "? – 275" (none seen: unknown, not 0), "unknown"
+function rpoRecords(rpo) {
+  if (rpo.records_lower === null || rpo.records_lower === undefined) return "unknown";
+  if (rpo.exact) return num(rpo.records_lower);
+  const upper = rpo.records_upper === null ? "unbounded" : num(rpo.records_upper);
+  return `${rpo.records_lower === 0 ? "?" : num(rpo.records_lower)} – ${upper}`;
+}
+
 function flowCard(f, history) {
   const rpo = f.rpo || {};
   const tp = f.throughput;
@@ -73,8 +81,11 @@ function flowCard(f, history) {
   const heartbeat = f.heartbeat_age_s === null ? "no heartbeat"
     : `${live ? "heartbeat" : `${f.mirror_state} recorded`} ${dur(f.heartbeat_age_s)} ago`;
   const figures = [
-    figure("RPO if the source died now", `${num(rpo.records)} records`, rpo.records === 0 ? "ok" : "warn", rpo.basis === "live" ? "" : rpo.basis),
-    figure("oldest unreplicated record", dur(rpo.seconds), rpo.seconds === 0 ? "ok" : "warn"),
+    figure(f.failover ? `RPO of the failover (${f.failover.exact ? "exact" : "bounded"})` : "RPO if the source died now",
+      esc(rpo.headline || "unknown"), `${rpo.exact && rpo.records === 0 ? "ok" : "warn"} text`, rpo.basis === "live" ? "" : rpo.basis),
+    figure("records lost", rpoRecords(rpo), rpo.exact && rpo.records === 0 ? "ok" : "warn",
+      rpo.observation_age_s === null || rpo.observation_age_s === undefined ? "" : `observation ${dur(rpo.observation_age_s)} old`),
+    figure("span of lost writes, up to", dur(rpo.seconds_upper), rpo.seconds_upper === 0 ? "ok" : "warn"),
     figure("replicated", tp ? `${num(tp.records_per_s, 1)} rec/s` : "–", "", tp ? `over ${tp.window_s.toFixed(0)} s` : "needs two samples"),
     figure("bytes", tp ? bytesRate(tp.bytes_per_s) : "–", "", tp && tp.bytes_per_s !== null ? "mean record size × rec/s" : ""),
     figure("source receives", tp && tp.produced_per_s !== null ? `${num(tp.produced_per_s, 1)} rec/s` : "–"),

@@ -1,0 +1,155 @@
+"""The running mirror's looks at a flow's source end offsets: what bounds the RPO if the source dies.
+
+Every ``rpo.observe_ms`` the mirror asks the source for the end offset of every partition of
+the flow in **one ListOffsets request per broker** (``AdminClient.list_offsets`` with
+``OffsetSpec.latest()``; librdkafka groups the partitions by leader), with a short time-out,
+and writes the answer to the target's state topic (``ends/<flow>``,
+:class:`~geokafka.control.state_records.SourceEnds`) with the peak write rate of the last
+minute. After the first failed look it marks the last observation with when it failed, and
+:mod:`geokafka.control.rpo` turns both into the RPO interval.
+
+The ends are read **read_committed** (the last stable offset): the flow's source reads
+read_committed too, so its progress is comparable, and a record of a transaction still open
+is not acknowledged to its producer yet; counting it would let the lower bound ("seen and
+not replicated") exceed what was acked if that transaction is then aborted. Records of an
+open transaction become visible at the next look after its commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field, replace
+
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import OffsetSpec
+
+from geokafka.control.admin import ClusterAdmin, raise_mapped
+from geokafka.control.rpo import peak_rate
+from geokafka.control.state_records import SourceEnds, TopicPartitionKey
+from geokafka.control.state_store import StateStore
+from geokafka.control.topic_sync import TopicPair
+from geokafka.errors import GeokafkaError, KafkaOperationError
+
+log = logging.getLogger(__name__)
+
+OBSERVE_TIMEOUT_S = 1.0
+"""A look the source does not answer within this long has failed (a dead site answers at once)."""
+
+RATE_WINDOW_MS = 60_000
+"""The peak write rate is taken over the last minute of looks."""
+
+
+def pair_partitions(pairs: Iterable[TopicPair]) -> list[TopicPartitionKey]:
+    """Every (source topic, partition) of a flow's topic pairs, in order."""
+    return [(pair.source, p) for pair in pairs for p in range(pair.partitions)]
+
+
+def end_offsets(admin: ClusterAdmin, partitions: Sequence[TopicPartitionKey],
+                timeout_s: float = OBSERVE_TIMEOUT_S) -> dict[TopicPartitionKey, int]:
+    """(topic, partition) -> last stable offset, in one ListOffsets request per broker.
+
+    Raises a :class:`~geokafka.errors.GeokafkaError` when any partition has no answer within
+    ``timeout_s`` (a partition without a leader, a broker that is gone): a look is whole or failed.
+    """
+    return partition_offsets(admin, partitions, timeout_s=timeout_s)
+
+
+def partition_offsets(admin: ClusterAdmin, partitions: Sequence[TopicPartitionKey], *, earliest: bool = False,
+                      committed: bool = True, timeout_s: float = OBSERVE_TIMEOUT_S) -> dict[TopicPartitionKey, int]:
+    """(topic, partition) -> log start (``earliest``) or end offset, in one ListOffsets request per broker.
+
+    The end is the last stable offset with ``committed`` (what a read_committed reader reaches),
+    the high watermark without. Every partition answers, or a GeokafkaError says which did not.
+    """
+    if not partitions:
+        return {}
+    spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
+    level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+    what = f"reading {'start' if earliest else 'end'} offsets of {', '.join(sorted({t for t, _ in partitions}))}"
+    try:
+        futures = admin.raw.list_offsets({TopicPartition(t, p): spec for t, p in partitions},
+                                         isolation_level=level, request_timeout=timeout_s)
+        found = {(tp.topic, tp.partition): int(f.result(timeout=timeout_s + 1).offset) for tp, f in futures.items()}
+    except (KafkaException, FutureTimeout) as exc:
+        raise_mapped(admin.conn, what, exc)
+        raise  # raise_mapped always raises; for the type checker
+    missing = sorted(tp for tp, offset in found.items() if offset < 0)  # a partition that lost its leader meanwhile
+    if missing:
+        shown = ", ".join(f"{t}/{p}" for t, p in missing[:5])
+        raise KafkaOperationError(f"cluster {admin.conn.name}: {what}: no answer for {shown}")
+    return found
+
+
+@dataclass
+class RateWindow:
+    """``(at_ms, total end offset)`` of the looks of the last ``span_ms``, and their peak rate."""
+
+    span_ms: int = RATE_WINDOW_MS
+    samples: deque[tuple[int, int]] = field(default_factory=deque)
+
+    def add(self, at_ms: int, total: int) -> None:
+        """One more look (a total lower than the last one, e.g. a re-created topic, starts afresh)."""
+        if self.samples and total < self.samples[-1][1]:
+            self.samples.clear()
+        self.samples.append((at_ms, total))
+        while self.samples and self.samples[0][0] < at_ms - self.span_ms:
+            self.samples.popleft()
+
+    def peak(self) -> float | None:
+        """Records/s at most over a second of the window (see :func:`geokafka.control.rpo.peak_rate`)."""
+        return peak_rate(self.samples)
+
+
+EndsReader = Callable[[Sequence[TopicPartitionKey]], Mapping[TopicPartitionKey, int]]
+"""Reads the end offsets of partitions (raises a GeokafkaError when it cannot)."""
+
+
+class SourceEndsWatch:
+    """One flow's looks at its source's end offsets, each kept on the target as ``ends/<flow>``.
+
+    ``source`` is the source's admin client (with a time-out of :data:`OBSERVE_TIMEOUT_S` per
+    look) or any :data:`EndsReader`; ``clock`` gives wall-clock milliseconds (tests pass their own).
+    """
+
+    def __init__(self, flow: str, source: ClusterAdmin | EndsReader, store: StateStore,
+                 clock: Callable[[], int] | None = None) -> None:
+        self.flow = flow
+        self.read_ends: EndsReader = (
+            (lambda partitions: end_offsets(source, partitions)) if isinstance(source, ClusterAdmin) else source)
+        self.store = store
+        self.rates = RateWindow()
+        self.last: SourceEnds | None = None
+        """The last observation written to the target."""
+        self._clock = clock or (lambda: int(time.time() * 1000))
+
+    def observe(self, pairs: Sequence[TopicPair]) -> SourceEnds | None:
+        """Look once and write what was seen; returns the record written (None if nothing was).
+
+        A failed look writes the last observation again, marked with when the look failed,
+        once: it is what bounds the RPO from above. A write that fails is skipped (debug log):
+        the next look writes afresh.
+        """
+        at_ms = self._clock()
+        try:
+            ends = self.read_ends(pair_partitions(pairs)) if pairs else {}
+        except GeokafkaError as exc:
+            log.debug("flow %s: source ends not observed: %s", self.flow, exc)
+            if self.last is None or self.last.failed_at_ms is not None:
+                return None
+            return self._write(replace(self.last, failed_at_ms=self._clock()))
+        self.rates.add(at_ms, sum(ends.values()))
+        return self._write(SourceEnds(self.flow, at_ms, {f"{t}/{p}": end for (t, p), end in ends.items()},
+                                      self.rates.peak()))
+
+    def _write(self, observation: SourceEnds) -> SourceEnds | None:
+        try:
+            self.store.write(observation, timeout_s=5.0)
+        except GeokafkaError as exc:
+            log.debug("flow %s: source observation not written: %s", self.flow, exc)
+            return None
+        self.last = observation
+        return observation
