@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kafka_util import produce, read_all
+
+from geokafka.control.connection import ClusterConnection
 from geokafka.errors import GeokafkaError
 from geokafka.pipeline.mirror import mirror
 from geokafka.pipeline.runner import FlowRunner, PartitionProgress
@@ -76,3 +80,24 @@ def wait_progress_at(runners: dict[str, FlowRunner], flow: str, topic: str, ends
     wait_for(lambda: flow in runners and all(runners[flow].progress.get((topic, p), none).next_offset == end
                                              for p, end in ends.items()),
              timeout_s, f"flow {flow}'s progress at the source's end")
+
+
+def wait_job_runs(runners: dict[str, FlowRunner], flow: str, job: str, more: int = 2, timeout_s: float = 60.0) -> None:
+    """Until ``flow``'s periodic job ``job`` (``sync``, ``selection``, ...) ran ``more`` more times than now:
+    positive evidence that whatever it would do, it had the chance to."""
+    start = runners[flow].job_runs(job)
+    wait_for(lambda: runners[flow].job_runs(job) >= start + more, timeout_s, f"{more} more runs of {flow}'s {job} job")
+
+
+def sentinels_through(src: ClusterConnection, src_topic: str, dst: ClusterConnection, dst_topic: str,
+                      partitions: int, timeout_s: float = 90.0) -> set[bytes]:
+    """Produce one sentinel record to every partition of ``src_topic`` and wait until each is on ``dst_topic``:
+    a flow keeps a partition's order, so everything written before them was handled by then (positive
+    evidence, where a fixed sleep would only hope). Returns the sentinels' values."""
+    tag = uuid.uuid4().hex[:8]
+    values = {f"sentinel-{tag}-{p}".encode() for p in range(partitions)}
+    produce(src, src_topic, [{"key": b"sentinel", "value": f"sentinel-{tag}-{p}".encode(), "partition": p}
+                             for p in range(partitions)])
+    wait_for(lambda: values <= {r.value for r in read_all(dst, dst_topic, timeout_s=10)}, timeout_s,
+             f"the sentinels of {src_topic} on {dst_topic}")
+    return values

@@ -69,6 +69,24 @@ def summed_rss(processes: dict[int, tuple[int | None, str, int]]) -> int:
     return total
 
 
+def threads_and_sockets(pid: int) -> tuple[int, int]:
+    """Threads (``/proc/<pid>/status``) and open sockets (file descriptors that are sockets) of one process."""
+    threads = sockets = 0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Threads:"):
+                threads = int(line.split()[1])
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                    sockets += 1
+            except OSError:
+                continue
+    except OSError:
+        pass
+    return threads, sockets
+
+
 def _cpu_and_rss(pid: int) -> tuple[float, int]:
     """CPU seconds (own + reaped children) and VmRSS bytes of one process."""
     try:
@@ -129,6 +147,8 @@ class TreeSampler:
         self.cpu_s = 0.0
         self.peak_rss = 0
         self.processes = 0
+        self.peak_threads = 0
+        self.peak_sockets = 0
         self._jit: dict[tuple[int, int], float] = {}  # (pid, thread id) -> CPU s, retired threads kept
         self._samples = 0
         self._stop = threading.Event()
@@ -150,6 +170,10 @@ class TreeSampler:
         self.peak_rss = max(self.peak_rss, summed_rss(seen))
         self.processes = max(self.processes, len(procs))
         self._samples += 1
+        if self._samples % JIT_SAMPLE_EVERY == 1:
+            counts = [threads_and_sockets(pid) for pid, _ in procs]
+            self.peak_threads = max(self.peak_threads, sum(t for t, _ in counts))
+            self.peak_sockets = max(self.peak_sockets, sum(s for _, s in counts))
         if self._samples % JIT_SAMPLE_EVERY == 0:
             self._note_jit(procs)
 

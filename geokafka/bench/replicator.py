@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +20,18 @@ def run_replicator(
     lat_topic: str | None = None, lat_target: str | None = None, lat_rate: float = 500, lat_s: float = 5,
     lat_warmup_s: float = 0.0,
     timeout_s: float = 600, env: dict[str, str] | None = None,
+    broker_pid: int | None = None, idle_s: float = 0.0, log_sizes: Callable[[], dict[str, int]] | None = None,
 ) -> dict[str, Any]:
-    """Start ``cmd``; measure until ``target_topic`` holds ``records``; then the latency probe; stop it."""
+    """Start ``cmd``; measure until ``target_topic`` holds ``records``; then the latency probe; then, with
+    ``idle_s``, its cost while nothing is written (its CPU, the target broker's ``broker_pid`` CPU, and the growth
+    of the target's internal topics as ``log_sizes`` reads them, per hour); stop it."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         t0 = time.monotonic()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, env={**os.environ, **(env or {})})
     sampler = TreeSampler(proc.pid).start()
+    broker = TreeSampler(broker_pid, 1.0).start() if broker_pid is not None else None
     counter = TargetCounter(DST, target_topic, records)
     marks: dict[str, float] = {}
 
@@ -35,6 +40,9 @@ def run_replicator(
         marks["cpu_first"] = sampler.cpu_s
 
     def first_written() -> None:
+        if broker is not None:
+            broker.sample()
+            marks["broker_first"] = broker.cpu_s
         sampler.sample()
         marks["cpu_written"] = sampler.cpu_s
         marks["jit_written"] = sampler.jit_cpu_s()
@@ -60,6 +68,9 @@ def run_replicator(
             raise RuntimeError(f"{name}: {counter.count:,}/{records:,} records on the target after {timeout_s:.0f}s")
         sampler.sample()
         cpu_done = sampler.cpu_s
+        if broker is not None and "broker_first" in marks:
+            broker.sample()
+            result["target_broker_cpu_s"] = round(broker.cpu_s - marks["broker_first"], 2)
         jit_done = sampler.jit_cpu_s()
         first_at = counter.first_at or t0
         wall = counter.done_at - t0
@@ -104,12 +115,38 @@ def run_replicator(
             result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s, warmup_s=lat_warmup_s)
             sampler.sample()
             result["peak_rss_mb"] = round(sampler.peak_rss / 1e6, 1)
+        if idle_s > 0:
+            result["idle"] = _idle_cost(sampler, broker, log_sizes, idle_s)
+        result.update({"peak_threads": sampler.peak_threads, "peak_sockets": sampler.peak_sockets})
     finally:
         written.stop()
         counter.stop()
         sampler.stop()
+        if broker is not None:
+            broker.stop()
         _stop(proc)
     return result
+
+
+def _idle_cost(sampler: TreeSampler, broker: TreeSampler | None, log_sizes: Callable[[], dict[str, int]] | None,
+               idle_s: float) -> dict[str, Any]:
+    """CPU of the replicator and of the target broker while no record is written, and the growth of the target's
+    internal topics, each per hour."""
+    sampler.sample()
+    cpu0 = sampler.cpu_s
+    broker_cpu0 = broker.cpu_s if broker is not None else 0.0
+    sizes0 = log_sizes() if log_sizes is not None else {}
+    time.sleep(idle_s)  # the measurement itself: nothing is written meanwhile
+    sampler.sample()
+    out: dict[str, Any] = {"seconds": idle_s, "cpu_percent": round(100 * (sampler.cpu_s - cpu0) / idle_s, 2)}
+    if broker is not None:
+        broker.sample()
+        out["target_broker_cpu_percent"] = round(100 * (broker.cpu_s - broker_cpu0) / idle_s, 2)
+    if log_sizes is not None:
+        sizes1 = log_sizes()
+        out["growth_mb_per_hour"] = {name: round((sizes1.get(name, 0) - sizes0.get(name, 0)) * 3600 / idle_s / 1e6, 2)
+                                     for name in sorted(set(sizes0) | set(sizes1))}
+    return out
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

@@ -12,13 +12,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from geokafka.bench.copy_loop import run_copy_loop
 from geokafka.bench.geokafka_run import run_geokafka
 from geokafka.bench.mm2 import run_mm2
 from geokafka.bench.raw import run_raw
+from geokafka.bench.scaling import run_scaling
 from geokafka.bench.setup import SRC, bench_topology, create_topic, load
 from geokafka.bench.spark_kafka import run_spark_kafka
+from geokafka.bench.state_reads import time_state_reads
 from geokafka.bench.translation import time_translation
-from geokafka.bench.trigger_modes import EPOCH_S, compare_modes
+from geokafka.control.connection import connection
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import start_clusters, stop_cluster
 
@@ -32,22 +35,34 @@ class BenchSizes:
     records: int = 2_000_000
     partitions: int = 12
     small_records: int = 2_000_000
-    scaling: tuple[int, ...] = (1, 12, 48)
-    scaling_records: int = 500_000
     latency_rate: float = 2000.0
     latency_s: float = 30.0
     latency_warmup_s: float = 5.0
     """Traffic at the latency rate before the measured seconds: the first seconds of a topic that was
     idle during the throughput run (new consumers, first transactions, code not yet compiled) are
     start-up, not the steady state the latency target is about."""
-    realtime_epoch_s: int = EPOCH_S
+    scaling: tuple[int, ...] = (12, 120, 1200, 2000)
+    scaling_records: int = 200_000
+    scaling_size: int = 500
+    scaling_rate: float = 2000.0
+    scaling_latency_s: float = 30.0
+    idle_s: float = 120.0
+    """How long the largest scaling run sits without traffic (idle cost)."""
+    mm2_scaling_at: int | None = 2000
+    """The partition count MirrorMaker 2 runs at in the scaling section, beside geokafka."""
+    micro_batch: bool = True
+    """Also run geokafka in micro-batch mode on the 1 KiB data (the default, real-time mode, is measured anyway)."""
     translation_groups: int = 1000
+    state_progress_records: int = 1_000_000
+    state_checkpoints: int = 10_000
     datasets: tuple[str, ...] = ("1k", "100b")
     """Which record sizes to run: 1 KiB (with latency) and 100 B."""
 
 
-QUICK = BenchSizes(records=30_000, partitions=6, small_records=30_000, scaling=(1, 6), scaling_records=30_000,
-                   latency_rate=500.0, latency_s=5.0, latency_warmup_s=2.0, realtime_epoch_s=5)  # a 30-s epoch costs 45 s more
+QUICK = BenchSizes(records=30_000, partitions=6, small_records=30_000, latency_rate=500.0, latency_s=5.0,
+                   latency_warmup_s=2.0, scaling=(6, 60), scaling_records=12_000, scaling_rate=500.0,
+                   scaling_latency_s=5.0, idle_s=10.0, mm2_scaling_at=60, micro_batch=False,
+                   state_progress_records=50_000, state_checkpoints=1_000)
 FULL = BenchSizes()
 
 
@@ -91,6 +106,7 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "runs": {}, "scaling": [], "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
     }
+    dst_spec = next(spec for spec in specs if spec.name == "dst")
     try:
         datasets = [d for d in [("1k", 1024, sizes.records, sizes.partitions, True),
                                 ("100b", 100, sizes.small_records, sizes.partitions, False)] if d[0] in sizes.datasets]
@@ -104,6 +120,8 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
             run: dict[str, Any] = {"records": n, "record_bytes": size, "partitions": parts, "load_s": round(load_s, 2)}
             say(f"[{label}] raw: ConsumerPerformance + ProducerPerformance")
             run["raw"] = _safe("raw", say, lambda: run_raw(work, topic, n, size, parts))
+            say(f"[{label}] the limit: a plain Java loop, one consumer feeding one producer")
+            run["limit"] = _safe("limit", say, lambda: run_copy_loop(work, topic, n, size, lat("copy"), **lat_kw))
             say(f"[{label}] MirrorMaker 2 (dedicated mode)")
             run["mm2"] = _safe("mm2", say, lambda: run_mm2(work, topic, n, size, lat("mm2"), **lat_kw))
             say(f"[{label}] MirrorMaker 2, exactly-once")
@@ -112,29 +130,23 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
             say(f"[{label}] Spark's Kafka source -> Kafka sink (local[16], at-least-once)")
             run["spark-kafka"] = _safe("spark-kafka", say, lambda: run_spark_kafka(work, topic, n, size, parts, lat("sk"),
                                                                                      **lat_kw))
-            say(f"[{label}] geokafka (local[16])")
+            say(f"[{label}] geokafka (real-time mode, the default)")
             run["geokafka"] = _safe("geokafka", say, lambda: run_geokafka(work, state_dir, topic, n, size, lat("gk"),
                                                                                **lat_kw))
+            if with_latency and sizes.micro_batch:
+                say(f"[{label}] geokafka in micro-batch mode")
+                run["geokafka-micro-batch"] = _safe("geokafka-micro-batch", say, lambda: run_geokafka(
+                    work, state_dir, topic, n, size, lat("gkmb"), mode="micro-batch", **lat_kw))
             run["ratios"] = ratios(run)
             report["runs"][label] = run
-        for parts in sizes.scaling:
-            if parts == sizes.partitions and sizes.scaling_records == sizes.records and "1k" in report["runs"]:
-                row = report["runs"]["1k"]["geokafka"]
-            else:
-                topic = f"bench.p{parts}"
-                say(f"scaling: {parts} partitions: loading {sizes.scaling_records:,} x 1 KiB, geokafka")
-                load(SRC, topic, sizes.scaling_records, 1024, parts)
-                row = _safe("geokafka", say, lambda: run_geokafka(
-                    work, state_dir, topic, sizes.scaling_records, 1024, None, timeout_s=300 + sizes.scaling_records / 500))
-            report["scaling"].append({"partitions": parts, **{k: row.get(k) for k in (
-                "ran", "records", "records_per_s", "mb_per_s", "cpu_s_per_gb", "peak_rss_mb", "reason")}})
-        say("latency by trigger: micro-batch vs Spark real-time mode (same Python ForeachWriter)")
-        try:
-            report["trigger_modes"] = compare_modes(work, sizes.latency_rate, sizes.latency_s, sizes.realtime_epoch_s)
-        except Exception as exc:  # noqa: BLE001 - reported, the rest of the bench stands
-            report["trigger_modes"] = [{"mode": "both", "ran": False, "reason": f"{type(exc).__name__}: {exc}"}]
+        report["scaling"] = run_scaling(work, state_dir, dst_spec, sizes.scaling, sizes.scaling_records,
+                                        sizes.scaling_size, sizes.scaling_rate, sizes.scaling_latency_s, sizes.idle_s,
+                                        say, sizes.mm2_scaling_at)
         say(f"offset translation: {sizes.translation_groups} groups x 12 partitions")
         report["translation"] = time_translation(sizes.translation_groups, 12)
+        say(f"state reads: {sizes.state_progress_records:,} progress records and {sizes.state_checkpoints:,} checkpoints")
+        report["state_reads"] = _safe("state-reads", say, lambda: time_state_reads(
+            connection(topology, "dst"), sizes.state_progress_records, 2000, sizes.state_checkpoints))
         report["targets"] = targets(report)
     finally:
         if not keep:
@@ -145,20 +157,21 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
 
 
 def ratios(run: dict[str, Any]) -> dict[str, float | None]:
-    """geokafka/MM2 and geokafka/raw on records/s (None where a side did not run)."""
+    """geokafka over each other contender, on records/s (None where a side did not run)."""
     def rps(name: str) -> float | None:
         r = run.get(name) or {}
         return r.get("records_per_s") if r.get("ran") else None
 
-    g, m, r, e = rps("geokafka"), rps("mm2"), rps("raw"), rps("mm2-eos")
-    return {"geokafka_over_mm2": round(g / m, 3) if g and m else None,
-            "geokafka_over_mm2_eos": round(g / e, 3) if g and e else None,
-            "geokafka_over_raw": round(g / r, 3) if g and r else None,
-            "mm2_over_raw": round(m / r, 3) if m and r else None}
+    def over(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 3) if a and b else None
+
+    g, m, r, e, limit = rps("geokafka"), rps("mm2"), rps("raw"), rps("mm2-eos"), rps("limit")
+    return {"geokafka_over_mm2": over(g, m), "geokafka_over_mm2_eos": over(g, e), "geokafka_over_raw": over(g, r),
+            "geokafka_over_limit": over(g, limit), "mm2_over_raw": over(m, r)}
 
 
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """The targets of the JVM data path (1 KiB run), each with its measured value and whether it was met (None: not measured)."""
+    """The data path's targets, each with its measured value and whether it was met (None: not measured)."""
     run = report["runs"].get("1k", {})
     ratio = run.get("ratios", {})
 
@@ -173,18 +186,52 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     def check(name: str, value: float | None, goal: str, ok: bool | None) -> dict[str, Any]:
         return {"target": name, "value": value, "goal": goal, "met": ok}
 
-    g_p99, e_p99 = field("geokafka", "latency", "p99_ms"), field("mm2-eos", "latency", "p99_ms")
-    g_cpu, m_cpu = field("geokafka", "cpu_s_per_gb"), field("mm2", "cpu_s_per_gb")
-    g_rss = field("geokafka", "peak_rss_mb")
-    tr = report.get("translation", {})
+    def at_most(value: float | None, limit: float | None) -> bool | None:
+        return None if value is None or limit is None else value <= limit
+
+    g_p50, g_p99, e_p50 = field("geokafka", "latency", "p50_ms"), field("geokafka", "latency", "p99_ms"), \
+        field("mm2-eos", "latency", "p50_ms")
+    g_cpu, e_cpu = field("geokafka", "cpu_s_per_gb"), field("mm2-eos", "cpu_s_per_gb")
     ge, gm = ratio.get("geokafka_over_mm2_eos"), ratio.get("geokafka_over_mm2")
+    scaling = report.get("scaling", [])
+    rows = {(r["contender"], r["partitions"]): r for r in scaling if r.get("ran")}
+    counts = sorted({r["partitions"] for r in scaling})
+    most = counts[-1] if counts else None
+    big, mm2_big = rows.get(("geokafka", most)), rows.get(("mm2", most))
+    small = rows.get(("geokafka", counts[0])) if counts else None
+    second = rows.get(("geokafka", counts[-2])) if len(counts) >= 2 else None
+
+    def big_value(key: str) -> Any:
+        return None if big is None else big.get(key)
+
+    idle, mm2_idle = big_value("idle_cpu_percent"), None if mm2_big is None else mm2_big.get("idle_cpu_percent")
+    done, mm2_done = big_value("backlog_done_s"), None if mm2_big is None else mm2_big.get("backlog_done_s")
+    scale = None if small is None or second is None or not small.get("records_per_s") else \
+        round(second["records_per_s"] / small["records_per_s"], 3)
+    tr = report.get("translation", {})
+    reads = report.get("state_reads", {})
+    beat, status = reads.get("heartbeat_cpu_ms"), reads.get("status_read_cpu_ms")
+    big_state = f"{reads.get('progress_records', 0):,} progress records, {reads.get('checkpoints', 0):,} checkpoints"
     return [
-        check("throughput geokafka/MM2 exactly-once", ge, ">= 1.5", None if ge is None else ge >= 1.5),
-        check("throughput geokafka/MM2 at-least-once", gm, ">= 1.0", None if gm is None else gm >= 1.0),
-        check("CPU s/GB geokafka", g_cpu, f"<= 1.5 x MM2 at-least-once ({m_cpu})",
-              None if g_cpu is None or m_cpu is None else g_cpu <= 1.5 * m_cpu),
-        check("p99 latency geokafka (ms)", g_p99, f"<= 1000 and <= MM2 exactly-once's ({e_p99})",
-              None if g_p99 is None or e_p99 is None else g_p99 <= min(1000.0, e_p99)),
-        check("peak RSS geokafka (MB)", g_rss, "<= 1500", None if g_rss is None else g_rss <= 1500),
+        check("throughput geokafka/MM2 exactly-once (1 KiB)", ge, ">= 1.2", None if ge is None else ge >= 1.2),
+        check("throughput geokafka/MM2 at-least-once (1 KiB)", gm, ">= 1.0", None if gm is None else gm >= 1.0),
+        check("CPU s/GB geokafka (1 KiB)", g_cpu, f"<= 0.9 x MM2 exactly-once's ({e_cpu})",
+              at_most(g_cpu, None if e_cpu is None else 0.9 * e_cpu)),
+        check("p50 latency geokafka (ms)", g_p50, f"<= 150 and <= MM2 exactly-once's ({e_p50})",
+              at_most(g_p50, None if e_p50 is None else min(150.0, e_p50))),
+        check("p99 latency geokafka (ms)", g_p99, "<= 500", at_most(g_p99, 500.0)),
+        check(f"first record at {most} partitions (s)", big_value("first_record_s"), "<= 30",
+              at_most(big_value("first_record_s"), 30.0)),
+        check(f"backlog on the target at {most} partitions (s)", done, f"<= MM2's ({mm2_done})", at_most(done, mm2_done)),
+        check(f"p99 at {most} partitions (ms)", big_value("p99_ms"), "<= 1000", at_most(big_value("p99_ms"), 1000.0)),
+        check(f"threads at {most} partitions", big_value("threads"), "<= 200", at_most(big_value("threads"), 200)),
+        check(f"sockets at {most} partitions", big_value("sockets"), "<= 200", at_most(big_value("sockets"), 200)),
+        check(f"peak RSS at {most} partitions (MB)", big_value("peak_rss_mb"), "<= 1500",
+              at_most(big_value("peak_rss_mb"), 1500.0)),
+        check(f"idle CPU at {most} partitions (%)", idle, f"<= MM2's ({mm2_idle})", at_most(idle, mm2_idle)),
+        check(f"throughput at {counts[-2] if len(counts) >= 2 else '?'} / {counts[0] if counts else '?'} partitions",
+              scale, ">= 0.8", None if scale is None else scale >= 0.8),
         check("translation 1,000 groups x 12 partitions (s)", tr.get("translate_s"), "< 1", tr.get("met")),
+        check(f"heartbeat CPU with {big_state} (ms)", beat, "< 50", None if beat is None else beat < 50),
+        check(f"status read CPU with {big_state} (ms)", status, "< 50", None if status is None else status < 50),
     ]

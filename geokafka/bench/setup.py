@@ -21,26 +21,37 @@ clusters:
     bootstrap: {dst}
     local: {{brokers: 1, heap_mb: 768}}
 flows:
-  bench:
+  {flow}:
     source: src
     target: dst
     topics: {topics}
     rename: prefix
+    separator: "{separator}"
     sync: [configs, partitions]
 pipeline:
-  master: "local[16]"
   state_dir: {state_dir}
-  trigger_ms: 0
+  mode: {mode}
+  trigger_ms: 0  # micro-batch mode only: a batch as soon as the last one ends
   max_records_per_batch: {max_batch}
   producer_config: {{compression.type: lz4}}  # as MirrorMaker 2's and the raw producer's
 """
 
 
-def bench_topology_text(state_dir: Path, topics: list[str] | None = None, max_batch: int = 200_000) -> str:
-    """YAML of the bench topology; the one flow ``bench`` replicates exactly ``topics`` (src -> dst, prefix)."""
+def bench_topology_text(state_dir: Path, topics: list[str] | None = None, max_batch: int = 200_000,
+                        mode: str = "real-time") -> str:
+    """YAML of the bench topology; the one flow ``bench`` replicates exactly ``topics`` (src -> dst, prefix), with
+    geokafka's defaults (master local[*], partition groups = cores) but for ``mode``."""
     names = topics or ["bench-none"]
     regexes = "[" + ", ".join('"' + t.replace(".", "\\\\.") + '"' for t in names) + "]"
-    return BENCH_TOPOLOGY.format(src=SRC, dst=DST, topics=regexes, state_dir=state_dir.absolute(), max_batch=max_batch)
+    flow, separator = bench_flow(mode)
+    return BENCH_TOPOLOGY.format(src=SRC, dst=DST, topics=regexes, state_dir=state_dir.absolute(), max_batch=max_batch,
+                                 mode=mode, flow=flow, separator=separator)
+
+
+def bench_flow(mode: str) -> tuple[str, str]:
+    """The bench flow's name and naming separator in ``mode``: the micro-batch run copies the same topics to
+    ``src-<topic>``, beside the default run's ``src.<topic>``, with progress of its own."""
+    return ("bench", ".") if mode == "real-time" else (f"bench-{mode}", "-")
 
 
 def bench_topology(state_dir: Path, topics: list[str] | None = None) -> Topology:
@@ -98,6 +109,12 @@ def load(bootstrap: str, topic: str, records: int, size: int, partitions: int) -
     if remaining:
         raise RuntimeError(f"loading {topic}: {remaining} records not delivered")
     return time.monotonic() - t0
+
+
+def partition_count(bootstrap: str, topic: str) -> int:
+    """Partitions of ``topic`` (0 if missing)."""
+    meta = _counter(bootstrap).list_topics(topic, timeout=10).topics.get(topic)
+    return 0 if meta is None or meta.error is not None else len(meta.partitions)
 
 
 def count(bootstrap: str, topic: str) -> int:

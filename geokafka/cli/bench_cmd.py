@@ -15,6 +15,8 @@ from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
 
+CONTENDERS = ("raw", "limit", "mm2", "mm2-eos", "spark-kafka", "geokafka", "geokafka-micro-batch")
+
 
 def _n(value: Any, fmt: str = ",.0f") -> str:
     return "-" if value is None else format(value, fmt)
@@ -30,7 +32,9 @@ def render(report: dict[str, Any]) -> list[Table]:
     table = Table("run", "contender", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "CPU s/GB", "JIT % of CPU",
                   "2nd half rec/s", "2nd half CPU s/GB", "peak RSS MB", "vs raw", "note", title="geokafka bench")
     for label, run in report["runs"].items():
-        for name in ("raw", "mm2", "mm2-eos", "spark-kafka", "geokafka"):
+        for name in CONTENDERS:
+            if name not in run:
+                continue
             r = run.get(name) or {}
             if not r.get("ran"):
                 table.add_row(label, name, "not run", *_blank(table, 4), str(r.get("reason", ""))[:60])
@@ -52,22 +56,24 @@ def render(report: dict[str, Any]) -> list[Table]:
         ratios = run.get("ratios", {})
         table.add_row(label, "ratios", f"gk/mm2 {_n(ratios.get('geokafka_over_mm2'), '.2f')}",
                       f"gk/raw {_n(ratios.get('geokafka_over_raw'), '.2f')}",
-                      f"gk/mm2-eos {_n(ratios.get('geokafka_over_mm2_eos'), '.2f')}", *_blank(table, 5))
-    scaling = Table("partitions", "records", "records/s", "MB/s", "CPU s/GB", "peak RSS MB", title="geokafka scaling (1 KiB)")
+                      f"gk/mm2-eos {_n(ratios.get('geokafka_over_mm2_eos'), '.2f')}",
+                      f"gk/limit {_n(ratios.get('geokafka_over_limit'), '.2f')}", *_blank(table, 6))
+    scaling = Table("contender", "partitions", "records/s", "first record s", "backlog s", "p50 ms", "p99 ms", "CPU s/GB",
+                    "threads", "sockets", "peak RSS MB", "broker CPU s", "idle CPU %", "idle broker CPU %",
+                    "idle growth MB/h", "load", title="scaling (the same backlog over more partitions, then steady traffic)")
     for row in report.get("scaling", []):
         if not row.get("ran"):
-            scaling.add_row(str(row["partitions"]), "not run", str(row.get("reason", ""))[:60], "", "", "")
+            scaling.add_row(row["contender"], str(row["partitions"]), "not run", str(row.get("reason", ""))[:60],
+                            *_blank(scaling, 4))
             continue
-        scaling.add_row(str(row["partitions"]), _n(row["records"]), _n(row["records_per_s"]), _n(row["mb_per_s"], ",.1f"),
-                        _n(row["cpu_s_per_gb"]), _n(row["peak_rss_mb"]))
-    modes = Table("trigger", "p50 ms", "p95 ms", "p99 ms", "received", "note",
-                  title="latency by Spark trigger (same minimal Python ForeachWriter, not transactional)")
-    for row in report.get("trigger_modes", []):
-        if not row.get("ran"):
-            modes.add_row(str(row.get("mode")), "not run", "", "", "", str(row.get("reason", ""))[:60])
-            continue
-        modes.add_row(f"{row['mode']} ({row['trigger']})", _n(row["p50_ms"], ".1f"), _n(row["p95_ms"], ".1f"),
-                      _n(row["p99_ms"], ".1f"), f"{row['received']:,}/{row['sent']:,}", f"{row['rate']:.0f} rec/s")
+        growth = row.get("idle_growth_mb_per_hour") or {}
+        scaling.add_row(row["contender"], str(row["partitions"]), _n(row["records_per_s"]), _n(row["first_record_s"], ".1f"),
+                        _n(row["backlog_done_s"], ".1f"), _n(row["p50_ms"], ".0f"), _n(row["p99_ms"], ".0f"),
+                        _n(row["cpu_s_per_gb"]), _n(row["threads"]), _n(row["sockets"]), _n(row["peak_rss_mb"]),
+                        _n(row["target_broker_cpu_s"], ".1f"), _n(row["idle_cpu_percent"], ".1f"),
+                        _n(row["idle_target_broker_cpu_percent"], ".1f"),
+                        ", ".join(f"{k.strip('_')} {v:.1f}" for k, v in growth.items()) or "-",
+                        "-".join(str(x) for x in row.get("load_avg_1m") or []))
     goals = Table("target", "measured", "goal", "met", title="targets")
     for t in report.get("targets", []):
         met = {True: "[green]yes[/]", False: "[red]NO (out of reach on this run)[/]", None: "not measured"}[t["met"]]
@@ -75,7 +81,7 @@ def render(report: dict[str, Any]) -> list[Table]:
     tr = report.get("translation", {})
     goals.caption = (f"translation: {tr.get('translations', 0):,} translations in {tr.get('translate_s')} s "
                      f"(index build {tr.get('index_build_s')} s); total bench {report.get('total_s')} s")
-    return [table, scaling, modes, goals]
+    return [table, scaling, goals]
 
 
 @click.command()
@@ -93,11 +99,15 @@ def bench(ctx: CliContext, quick: bool, datasets: tuple[str, ...], keep: bool, o
     .geokafka/bench), loads the same data once (1 KiB and 100 B records, keyed, 2 headers)
     and runs on it, one after the other:
     - raw: org.apache.kafka.tools.ConsumerPerformance on the source and ProducerPerformance
-      to the target (acks=all, linger.ms=5, batch.size=1000000, lz4); the limit is the slower.
+      to the target (acks=all, linger.ms=5, batch.size=1000000, lz4); the slower of the two.
+    - limit: a plain Java loop, one consumer feeding one producer (not transactional).
     - mm2: MirrorMaker 2 dedicated mode, tasks.max = cores, the same producer settings.
     - mm2-eos: the same with exactly.once.source.support=enabled (transactional).
     - spark-kafka: Spark's Kafka source -> Kafka sink on local[16] (JVM only, at-least-once).
-    - geokafka: `geokafka mirror` on local[16], its JVM sink, exactly-once.
+    - geokafka: `geokafka mirror` with its defaults (real-time mode, a partition group per
+      core), exactly-once; and, in the full run, the same in micro-batch mode.
+    Then the scaling section: the same backlog over 12 to 2,000 partitions, steady traffic,
+    then idle (MirrorMaker 2 beside geokafka at the largest count), and offset translation.
     Throughput counts from the first record written on the target to the last one visible
     (process start excluded); latency is produce -> visible to read_committed under a steady load.
     """

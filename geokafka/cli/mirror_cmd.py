@@ -115,8 +115,12 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
 def _run(ctx: CliContext, flows: tuple[str, ...], duration: float | None, on_tick,  # type: ignore[no-untyped-def]
          stop: threading.Event) -> list[FlowRunner]:
     from geokafka.pipeline.mirror import mirror as run_mirror
+    from geokafka.pipeline.spark_session import shutdown_spark
 
-    return run_mirror(ctx.topology, list(flows), duration, on_tick, stop)
+    try:
+        return run_mirror(ctx.topology, list(flows), duration, on_tick, stop)
+    finally:
+        shutdown_spark()  # this process started Spark: its JVM goes with it
 
 
 COMMANDS = [mirror]

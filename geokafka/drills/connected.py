@@ -13,6 +13,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from geokafka.errors import DrillFailedError, TopologyError
 from geokafka.failover.failover import FailoverReport, failover
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import kill_node
+from geokafka.infra.threads import in_thread
 from geokafka.topology import Topology
 
 
@@ -82,16 +84,12 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
     running = threading.Event()
 
     def on_tick(runners: list[Any]) -> None:
-        # running, and its query's first epoch committed: producers open, code generated, the
-        # write path run once (about 10 s of a fresh JVM's start that would otherwise fall into
-        # the first seconds of traffic)
-        if all(r.status == "running" and r.batches > 0 for r in runners):
+        # running, and its query's writers open: producers open, code generated (several seconds of a
+        # fresh JVM's start that would otherwise fall into the first seconds of traffic)
+        if all(r.writing for r in runners):
             running.set()
 
-    mirror_thread = threading.Thread(
-        target=lambda: mirror(topology, [flow_name], on_tick=on_tick, stop_event=stop_mirror),
-        name="mirror", daemon=True,
-    )
+    mirroring: Future[Any] | None = None
     try:
         source_admin = ClusterAdmin(source)
         rf = min(3, source_admin.broker_count())
@@ -101,12 +99,15 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
         # A DR setup replicates before the disaster: traffic starts once the flow replicates, so
         # the RPO measured at the kill is the steady state's, not the time Spark takes to start.
         mirror_started = time.monotonic()
-        mirror_thread.start()
+        mirroring = in_thread(lambda: mirror(topology, [flow_name], on_tick=on_tick, stop_event=stop_mirror), "mirror")
         while not running.wait(0.5):
-            if not mirror_thread.is_alive() or time.monotonic() - mirror_started > 300:
+            if mirroring.done():
+                mirroring.result()  # the mirror's own error, if it failed
+                raise DrillFailedError(f"flow {flow_name} stopped before it replicated")
+            if time.monotonic() - mirror_started > 300:
                 raise DrillFailedError(f"flow {flow_name} did not start within {time.monotonic() - mirror_started:.0f}s")
         result.mirror_start_s = round(time.monotonic() - mirror_started, 1)
-        say(f"flow {flow_name} replicating after {result.mirror_start_s:.1f}s (its first epoch committed)")
+        say(f"flow {flow_name} replicating after {result.mirror_start_s:.1f}s (its writers open)")
         stream = OrderStream(source, topic, rate).start()
         reader = GroupReader(source, [topic], group, flow.source).start()
         say(f"producing ~{rate:.0f} orders/s with acks=all; group {group} consumes at {flow.source}")
@@ -144,13 +145,13 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
                                 "t": kill_t, "event": f"{flow.source} killed"})
         time.sleep(4.0)  # let it drain what was replicated
         resumed.stop()
-        mirror_thread.join(60)
+        wait([mirroring], timeout=60)
         _measure(result, stream, reader, resumed, report, target, replica, partitions, kill_ms)
         return result
     finally:
         stop_mirror.set()
-        if mirror_thread.is_alive():
-            mirror_thread.join(60)
+        if mirroring is not None:
+            wait([mirroring], timeout=60)
 
 
 def _replicated(target: ClusterConnection, replica: str, partitions: int) -> int:

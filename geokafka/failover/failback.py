@@ -17,6 +17,7 @@ resume.
 from __future__ import annotations
 
 import threading
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from geokafka.control.state_store import state_store
 from geokafka.errors import FlowStateError
 from geokafka.failover.failover import FailoverReport, failover
 from geokafka.failover.reconcile import ReconcileReport, reconcile
+from geokafka.infra.threads import in_thread
 from geokafka.topology.schema import Flow, Topology
 
 FAILBACK_STEPS = [
@@ -115,23 +117,21 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
     from geokafka.pipeline.mirror import mirror
 
     stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            mirror(full, [reverse], stop_event=stop)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    thread = threading.Thread(target=run, name="failback-mirror", daemon=True)
-    thread.start()
+    mirroring = in_thread(lambda: mirror(full, [reverse], stop_event=stop), "failback-mirror")
     try:
-        report.promote = failover(full, reverse, promote=True, timeout_s=timeout_s, move_groups=False)
+        promoting = in_thread(lambda: failover(full, reverse, promote=True, timeout_s=timeout_s, move_groups=False),
+                              "failback-promote")
+        pending: list[Future[Any]] = [promoting, mirroring]
+        wait(pending, return_when=FIRST_COMPLETED)
+        if not promoting.done():
+            mirroring.result()  # the reverse flow's mirror ended first: its own error, not the promote's time-out
+            raise FlowStateError(f"the reverse flow {reverse} stopped before it caught up")
+        report.promote = promoting.result()
     finally:
         stop.set()
-        thread.join(120)
-    if errors:
-        raise errors[0]
+        wait([mirroring], timeout=120)
+    if mirroring.done() and mirroring.exception() is not None:
+        raise mirroring.exception()  # type: ignore[misc]
     report.groups = move_groups_back(full, flow_name, reverse)
     held = sorted({p.group for p in report.groups.positions if p.action == "skip"})
     if held:

@@ -119,7 +119,10 @@ class Journal:
 
     def read(self) -> list[Entry]:
         """Every record, oldest first (none when the topic does not exist yet)."""
-        consumer = ClusterAdmin(self.conn, self.timeout_s).consumer(**{"enable.partition.eof": True})
+        admin = ClusterAdmin(self.conn, self.timeout_s)
+        if JOURNAL_TOPIC not in admin.topic_partitions():
+            return []  # a first run, or a dry run that never created it: a consumer would wait for it to appear
+        consumer = admin.consumer(**{"enable.partition.eof": True})
         entries: list[Entry] = []
         try:
             consumer.assign([TopicPartition(JOURNAL_TOPIC, 0, 0)])

@@ -148,6 +148,9 @@ class FlowQuery:
         self._spark = spark
         self._on_batch = on_batch
         self._key = f"{flow_name}-{uuid.uuid4().hex[:8]}"
+        self.writing = False
+        """A task writer of the query runs (its producer open): known on local masters, where tasks run in
+        the driver's JVM, as soon as the first batch's tasks start."""
         checkpoints = Path(pipeline.state_dir) / "spark-checkpoints"
         checkpoints.mkdir(parents=True, exist_ok=True)
         # Resume positions come from the target's state topic, so each query starts a fresh checkpoint.
@@ -189,8 +192,11 @@ class FlowQuery:
         return self._spark.sparkContext._jvm.io.geokafka.spark.SinkRegistry  # type: ignore[union-attr]
 
     def poll(self) -> int:
-        """Hand every epoch committed since the last poll to ``on_batch``; returns how many."""
-        epochs = json.loads(self._registry().drain(self._key))
+        """Hand every commit reported since the last poll to ``on_batch``; returns how many."""
+        registry = self._registry()
+        if not self.writing:
+            self.writing = int(registry.writers(self._key)) > 0
+        epochs = json.loads(registry.drain(self._key))
         for epoch in epochs:
             self._on_batch(int(epoch["epoch"]), epoch["partitions"])
         return len(epochs)

@@ -54,6 +54,9 @@ class RunningQuery(Protocol):
     @property
     def active(self) -> bool: ...
 
+    writing: bool
+    """The query's writers run (producers open, code generated): it replicates what comes."""
+
     def poll(self) -> int: ...
 
     def failure_error(self) -> errors.GeokafkaError: ...
@@ -145,6 +148,12 @@ class FlowRunner:
         return self.machine.status == FlowState.RUNNING and self._query is not None
 
     @property
+    def writing(self) -> bool:
+        """The query runs and its writers are open, or it committed: records that come are replicated now."""
+        query = self._query
+        return self.replicating and query is not None and (query.writing or self.batches > 0)
+
+    @property
     def recorded_state(self) -> str:
         """What the heartbeat records."""
         return str(self.machine.status)
@@ -158,6 +167,11 @@ class FlowRunner:
     def topic_ids(self) -> dict[str, str]:
         """Source topic -> the ID the running query replicates."""
         return dict(self._topic_ids)
+
+    def job_runs(self, name: str) -> int:
+        """How many times the flow's periodic job ``name`` ran (0 before it was scheduled)."""
+        job = self._scheduler.jobs.get(name)
+        return 0 if job is None else job.runs
 
     def summary(self) -> dict[str, Any]:
         """The mirror's counters and identity, as the heartbeat records them."""
@@ -198,6 +212,8 @@ class FlowRunner:
         if query is None:
             return
         query.poll()
+        if query.writing:
+            self.startup.reached("writers started")
         if not query.active:
             self._query_stopped(query.failure_error(), now)
             return

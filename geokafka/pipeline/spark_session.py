@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
@@ -128,6 +129,30 @@ def jvm_exit() -> int | None:
     """The exit status of this interpreter's Spark JVM once it ended, None while it runs (or none started)."""
     proc = _gateway_process()
     return None if proc is None else proc.poll()
+
+
+def shutdown_spark(timeout_s: float = 5.0) -> None:
+    """Stop this interpreter's Spark and wait for its JVM to exit (a command that started Spark leaves no
+    process behind); a JVM that does not exit within ``timeout_s`` is terminated, then killed."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is not None:
+        with contextlib.suppress(Exception):  # a JVM that is gone already
+            context.stop()
+    proc = _gateway_process()
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(OSError):
+        proc.stdin.close()  # py4j's gateway exits when its stdin closes
+    for end in (proc.terminate, proc.kill):
+        try:
+            proc.wait(timeout_s)
+            return
+        except subprocess.TimeoutExpired:
+            end()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout_s)
 
 
 def _start_context(builder: SparkSession.Builder) -> None:

@@ -1,7 +1,8 @@
 """`geokafka bench --quick --records 1k --json`: every contender runs and the numbers are sane (no timing targets).
 
 The 100 B run is the same code with another record size and cost the suite ~40% of the bench's
-time (five more contender starts); the test runs the 1 KiB one, which adds the latency probes.
+time (more contender starts); the test runs the 1 KiB one, which adds the latency probes, and the
+scaling section (geokafka at 6 and 60 partitions, MirrorMaker 2 at 60, with their idle cost).
 """
 
 from __future__ import annotations
@@ -30,11 +31,13 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
     assert set(report["runs"]) == {"1k"}
     assert report["sizes"]["datasets"] == ["1k"]
     for label, run in report["runs"].items():
-        for name in ("raw", "mm2", "mm2-eos", "spark-kafka", "geokafka"):
+        assert "geokafka-micro-batch" not in run  # the full run's only
+        for name in ("raw", "limit", "mm2", "mm2-eos", "spark-kafka", "geokafka"):
             result = run[name]
             assert result["ran"], f"{label}/{name} did not run: {result.get('reason')}"
             assert result["records_per_s"] > 0 and result["mb_per_s"] > 0
             if name != "raw":
+                assert result["peak_threads"] > 0 and result["peak_sockets"] > 0
                 assert result["cpu_s_per_gb"] > 0 and result["peak_rss_mb"] > 0
                 # the later half of the records, measured on its own
                 half = result["second_half"]
@@ -42,21 +45,28 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         assert run["ratios"]["geokafka_over_mm2"] is not None
         assert run["ratios"]["geokafka_over_raw"] is not None
         assert run["ratios"]["geokafka_over_mm2_eos"] is not None
+        assert run["ratios"]["geokafka_over_limit"] is not None
         # the throughput window opens when geokafka writes its first record, not at its first commit
         assert run["geokafka"]["basis"].startswith("first record written")
         # the CPU of the JVM's compiler threads inside that window (a fresh JVM compiles as it copies)
         assert 0 < run["geokafka"]["jit_cpu_s"] <= run["geokafka"]["cpu_s"] + 0.5
-    for name in ("mm2", "mm2-eos", "spark-kafka", "geokafka"):
+    for name in ("limit", "mm2", "mm2-eos", "spark-kafka", "geokafka"):
         lat = report["runs"]["1k"][name]["latency"]
         assert 0 < lat["received"] <= lat["sent"]  # the probe's own records only
         assert lat["warmup_s"] == 2.0  # the quick bench's warm-up traffic, not counted
         assert 0 <= lat["p50_ms"] <= lat["p95_ms"] <= lat["p99_ms"]
-    assert [row["partitions"] for row in report["scaling"]] == [1, 6]
-    assert all(row["ran"] and row["records_per_s"] > 0 for row in report["scaling"])
-    modes = {row["mode"]: row for row in report["trigger_modes"]}
-    assert set(modes) == {"micro-batch", "real-time"}
-    for mode, row in modes.items():
-        assert row["ran"], f"trigger {mode} did not run: {row.get('reason')}"
-        assert row["received"] > 0 and 0 <= row["p50_ms"] <= row["p95_ms"] <= row["p99_ms"]
+    scaling = [(row["contender"], row["partitions"]) for row in report["scaling"]]
+    assert scaling == [("geokafka", 6), ("geokafka", 60), ("mm2", 60)]
+    for row in report["scaling"]:
+        assert row["ran"], row.get("reason")
+        assert row["records_per_s"] > 0 and row["threads"] > 0 and row["sockets"] > 0 and row["peak_rss_mb"] > 0
+        assert 0 <= row["p50_ms"] <= row["p99_ms"] and row["target_broker_cpu_s"] >= 0
+    idle = [row for row in report["scaling"] if row["partitions"] == 60]
+    assert all(row["idle_cpu_percent"] >= 0 and row["idle_target_broker_cpu_percent"] >= 0 for row in idle)
+    assert all("__geokafka_state" in row["idle_growth_mb_per_hour"] for row in idle)
     assert report["translation"]["translations"] == 12_000
+    reads = report["state_reads"]
+    assert reads.get("ran", True), reads.get("reason")
+    assert reads["progress_records"] == 50_000 and 0 < reads["first_read_cpu_ms"]
+    assert 0 <= reads["heartbeat_cpu_ms"] and 0 <= reads["status_read_cpu_ms"]
     assert {t["target"] for t in report["targets"]} and all("met" in t for t in report["targets"])

@@ -135,3 +135,35 @@ def test_transform_filters_and_masks(base_topology, east, west, unique):
     target = read_all(west, f"east.{topic}")
     assert all(b"@x.io" not in r.value for r in target)
     assert [int(r.value.split(b'"n":')[1].rstrip(b"}")) for r in target] == [i for i in range(40) if i % 4]
+
+
+def test_an_out_of_memory_jvm_ends_the_mirror_naming_it_and_status_shows_the_flow_down(base_topology, east, west, unique,
+                                                                                       tmp_path):
+    """A producer batch far larger than Spark's heap (batch.size 150 MB, a 320 MB driver): the JVM runs out of
+    memory as the first records are written. The mirror exits non-zero with one line naming it and the setting
+    to raise; status shows the flow in error with that reason, never running."""
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    topic, flow = unique("oom"), unique("oom")
+    create_topic(east, topic, partitions=2, rf=3)
+    produce(east, topic, numbered_records(200, 2, size=1000))
+    topology = with_flows(base_topology, **{flow: {"source": "east", "target": "west", "topics": [topic]}})
+    topology = topology.model_copy(update={"pipeline": topology.pipeline.model_copy(update={
+        "spark_conf": {"spark.driver.memory": "320m"},
+        "producer_config": {"batch.size": "150000000", "buffer.memory": "1000000000"}})})
+    path = tmp_path / "geokafka.yaml"
+    path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
+    geokafka = [sys.executable, "-m", "geokafka", "-f", str(path)]
+    run = subprocess.run([*geokafka, "mirror", flow, "--duration", "300"], capture_output=True, text=True, timeout=420)
+    said = run.stdout + run.stderr
+    assert run.returncode == 13, said[-3000:]
+    last = [line for line in said.splitlines() if line.strip()][-1]
+    assert last.startswith("JvmFatalError:") and "OutOfMemoryError" in last and "spark.driver.memory" in last, said[-3000:]
+    assert "Traceback" not in said
+    status = subprocess.run([*geokafka, "--json", "status", flow], capture_output=True, text=True, timeout=120)
+    shown = json.loads(status.stdout)["flows"][0]
+    assert shown["state"] == "error" and "OutOfMemoryError" in shown["reason"], shown

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
+from pipeline_util import running_mirror, sentinels_through, wait_for, wait_job_runs, with_flows
 
 from geokafka.control.provenance import ORIGIN_HEADER, header_value, user_headers
 
@@ -36,9 +36,10 @@ def test_active_active_identity_never_loops(base_topology, east, west, unique):
                  120, "both clusters to hold both sites' records")
         produce(west, topic, _batch("west2", 100, 3))
         wait_for(lambda: len(read_all(east, topic, timeout_s=10)) >= 600, 60, "a second wave east")
-        time.sleep(4)  # several more batches: a loop would show up as extra copies now
+        # every copy went through both flows before these did: a loop would show up as extra copies now
+        sentinels = sentinels_through(east, topic, west, topic, 3) | sentinels_through(west, topic, east, topic, 3)
     for conn in (east, west):
-        records = read_all(conn, topic)
+        records = [r for r in read_all(conn, topic) if r.value not in sentinels]
         values = Counter(r.value for r in records)
         assert len(records) == 600
         assert all(count == 1 for count in values.values()), "a record appears twice"
@@ -58,10 +59,11 @@ def test_active_active_prefix_topics(base_topology, east, west, unique):
     )
     produce(east, topic, _batch("east", 50, 2))
     produce(west, topic, _batch("west", 40, 2))
-    with running_mirror(topology):
+    with running_mirror(topology) as runners:
         wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=10)) == 50
                  and len(read_all(east, f"west.{topic}", timeout_s=10)) == 40, 120, "both prefixed copies")
-        time.sleep(3)
+        for flow in ("e2w", "w2e"):  # each flow looked at its source's topics twice since the copies exist
+            wait_job_runs(runners, flow, "selection")
     from geokafka.control.admin import ClusterAdmin
 
     assert f"west.east.{topic}" not in ClusterAdmin(west).topic_partitions()

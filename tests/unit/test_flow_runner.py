@@ -74,6 +74,7 @@ class FakeQuery:
     def __init__(self) -> None:
         self.failure: errors.GeokafkaError | None = None
         self.stopped = False
+        self.writing = True
 
     @property
     def active(self) -> bool:

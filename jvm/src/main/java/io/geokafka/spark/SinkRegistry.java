@@ -22,12 +22,24 @@ public final class SinkRegistry {
     private static final Map<String, Map<String, long[]>> EXPECTED = new ConcurrentHashMap<>();
     private static final java.util.Set<String> STARTED = ConcurrentHashMap.newKeySet();
     private static final Map<String, CompletableFuture<Void>> WARMING = new ConcurrentHashMap<>();
+    private static final Map<String, java.util.concurrent.atomic.AtomicInteger> WRITERS = new ConcurrentHashMap<>();
 
     private SinkRegistry() {}
 
     /** A query of this driver is about to start: its commits are collected from now on. */
     public static void register(String queryKey) {
         PENDING.putIfAbsent(queryKey, new ArrayList<>());
+    }
+
+    /** A task writer of ``queryKey`` started in this JVM (its producer is open: the query writes). */
+    static void writing(String queryKey) {
+        WRITERS.computeIfAbsent(queryKey, k -> new java.util.concurrent.atomic.AtomicInteger()).incrementAndGet();
+    }
+
+    /** How many task writers of ``queryKey`` started in this JVM so far (local masters; 0 elsewhere). */
+    public static int writers(String queryKey) {
+        java.util.concurrent.atomic.AtomicInteger count = WRITERS.get(queryKey);
+        return count == null ? 0 : count.get();
     }
 
     /** True when ``queryKey`` was registered in this JVM (a local master's tasks report live). */
@@ -103,6 +115,7 @@ public final class SinkRegistry {
         PENDING.remove(queryKey);
         EXPECTED.remove(queryKey);
         STARTED.remove(queryKey);
+        WRITERS.remove(queryKey);
         CompletableFuture<Void> warming = WARMING.remove(queryKey);
         if (warming != null) {
             warming.whenComplete((done, error) -> ProducerPool.closeQuery(queryKey));

@@ -61,6 +61,9 @@ final class TaskWriter implements DataWriter<InternalRow> {
         commitIntervalNanos = options.commitIntervalMs * 1_000_000L;
         intervalNanos = commitIntervalNanos;
         live = SinkRegistry.registered(options.queryKey);
+        if (live) {
+            SinkRegistry.writing(options.queryKey);
+        }
         IdleHook.register(this::commitIfDue);
     }
 

@@ -1,0 +1,93 @@
+"""The bench's scaling section: geokafka over 12 to 2,000 partitions, MirrorMaker 2 beside it at the largest.
+
+Per partition count P, the same data: a backlog of ``records`` records of ``size`` bytes spread over the P
+partitions, replicated from the start (throughput, first record, the time the whole backlog took), then
+``rate`` records/s for ``latency_s`` seconds (p50 / p99), then ``idle_s`` seconds with no traffic at all (the
+contender's CPU and the target broker's, and how fast the target's internal topics grow). Threads, sockets and
+RSS are the peaks of the contender's process tree over the run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from geokafka.bench.geokafka_run import run_geokafka
+from geokafka.bench.mm2 import run_mm2
+from geokafka.bench.setup import SRC, create_topic, load
+from geokafka.control.state_records import STATE_TOPIC
+from geokafka.infra.local_cluster import LocalClusterSpec, running_nodes
+
+Say = Callable[[str], None]
+INTERNAL_TOPICS = (STATE_TOPIC, "__transaction_state", "__consumer_offsets")
+
+
+def internal_topic_bytes(target: LocalClusterSpec) -> Callable[[], dict[str, int]]:
+    """Bytes on disk of the target's internal topics (every partition's log segments and indexes), by topic."""
+
+    def sizes() -> dict[str, int]:
+        out = dict.fromkeys(INTERNAL_TOPICS, 0)
+        for node in target.nodes:
+            data = target.node_dir(node.node_id) / "data"
+            for topic in INTERNAL_TOPICS:
+                for part in data.glob(f"{topic}-*"):
+                    out[topic] += sum(f.stat().st_size for f in part.iterdir() if f.is_file())
+        return out
+
+    return sizes
+
+
+def broker_pid(target: LocalClusterSpec) -> int | None:
+    """The target's (first) broker process."""
+    running = running_nodes(target)
+    return next(iter(running.values()), None)
+
+
+def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, partitions: tuple[int, ...], records: int,
+                size: int, rate: float, latency_s: float, idle_s: float, say: Say,
+                mm2_at: int | None) -> list[dict[str, Any]]:
+    """One row per partition count for geokafka, and one for MirrorMaker 2 at ``mm2_at`` partitions."""
+    rows: list[dict[str, Any]] = []
+    for count in partitions:
+        topic = f"bench.scale.p{count}"
+        say(f"scaling: {count} partitions: loading {records:,} x {size} B")
+        load(SRC, topic, records, size, count)
+        for name in ["geokafka", *(["mm2"] if count == mm2_at else [])]:
+            lat = f"bench.scale.lat.p{count}.{name}"
+            create_topic(SRC, lat, count)
+            say(f"scaling: {count} partitions: {name} (backlog, then {rate:,.0f} rec/s, then {idle_s:.0f} s idle)")
+            kwargs: dict[str, Any] = {"lat_rate": rate, "lat_s": latency_s, "lat_warmup_s": 5.0,
+                                      "timeout_s": 600 + records / 200, "broker_pid": broker_pid(target),
+                                      "idle_s": idle_s if count == max(partitions) else 0.0,
+                                      "log_sizes": internal_topic_bytes(target)}
+            load_before = os.getloadavg()[0]
+            try:
+                if name == "geokafka":
+                    result = run_geokafka(work, state_dir, topic, records, size, lat, **kwargs)
+                else:
+                    result = run_mm2(work, topic, records, size, lat, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - a contender that fails is reported as not run, with why
+                say(f"[red]scaling: {name} at {count} partitions did not run: {exc}[/]")
+                rows.append({"contender": name, "partitions": count, "ran": False, "reason": f"{type(exc).__name__}: {exc}"})
+                continue
+            result["load_avg_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
+            rows.append(scaling_row(name, count, result))
+    return rows
+
+
+def scaling_row(name: str, partitions: int, result: dict[str, Any]) -> dict[str, Any]:
+    """What the table shows of one contender's run at one partition count."""
+    latency = result.get("latency") or {}
+    idle = result.get("idle") or {}
+    return {
+        "contender": name, "partitions": partitions, "ran": True,
+        "records_per_s": result.get("records_per_s"), "first_record_s": result.get("startup_s"),
+        "backlog_done_s": result.get("wall_s"), "cpu_s_per_gb": result.get("cpu_s_per_gb"),
+        "p50_ms": latency.get("p50_ms"), "p99_ms": latency.get("p99_ms"),
+        "threads": result.get("peak_threads"), "sockets": result.get("peak_sockets"),
+        "peak_rss_mb": result.get("peak_rss_mb"), "target_broker_cpu_s": result.get("target_broker_cpu_s"),
+        "idle_cpu_percent": idle.get("cpu_percent"), "idle_target_broker_cpu_percent": idle.get("target_broker_cpu_percent"),
+        "idle_growth_mb_per_hour": idle.get("growth_mb_per_hour"), "load_avg_1m": result.get("load_avg_1m"),
+    }

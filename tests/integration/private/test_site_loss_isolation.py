@@ -1,0 +1,159 @@
+"""A lost site never slows the healthy flows: fan-in from three source sites to one target, one site killed.
+
+east (3 brokers), south and north each replicate to west in one `mirror`; every east node (brokers and
+controllers) is killed with SIGKILL for 90 s while traffic runs on all three sites. For the whole outage
+the two healthy flows keep replicating within 2 s, `status` shows them running with fresh heartbeats, and
+the mirror's observation of their sources (their RPO bound) stays fresh; the dead flow shows its source
+unreachable. When east comes back its flow resumes, exactly once.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from kafka_util import create_topic, port_base, read_all
+from pipeline_util import running_mirror, wait_for, with_flows
+
+from geokafka.control.connection import ClusterConnection, connection
+from geokafka.control.provenance import source_position
+from geokafka.control.state_store import state_store
+from geokafka.infra.clusters import local_cluster_specs
+from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, start_cluster, start_clusters, stop_cluster
+from geokafka.monitoring.collect import collect_status
+from geokafka.topology import Topology, parse_topology
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240), pytest.mark.timeout(900)]
+
+OUTAGE_S = 90.0
+LAG_S = 2.0
+PARTITIONS = 2
+
+
+@pytest.fixture(scope="module")
+def with_north(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec], state_dir: Path) -> Iterator[Topology]:
+    """The module's east, west and south, plus a fourth site, north (base +3092), for this module only."""
+    north = parse_topology(f"""
+clusters:
+  north:
+    bootstrap: 127.0.0.1:{port_base() + 3092}
+    local: {{brokers: 1, heap_mb: 320}}
+pipeline: {{state_dir: {state_dir}}}
+""", "tests/integration/private/test_site_loss_isolation.py").clusters["north"]
+    topology = base_topology.model_copy(update={"clusters": {**base_topology.clusters, "north": north}})
+    specs = [s for s in local_cluster_specs(topology) if s.name == "north"]
+    start_clusters(specs, timeout_s=180)
+    try:
+        yield topology
+    finally:
+        for spec in specs:
+            stop_cluster(spec)
+
+
+class Traffic:
+    """Records to one topic at ~``rate``/s, each acked one kept (by value); paused while its site is down."""
+
+    def __init__(self, conn: ClusterConnection, topic: str, rate: float = 40.0) -> None:
+        self.conn, self.topic, self.rate = conn, topic, rate
+        self.acked: set[bytes] = set()
+        self.paused = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"traffic-{topic}")
+
+    def start(self) -> Traffic:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        producer = Producer(self.conn.librdkafka(**{"acks": "all", "linger.ms": 0, "message.timeout.ms": 10_000}))
+
+        def acked(err, msg) -> None:  # type: ignore[no-untyped-def]
+            if err is None:
+                self.acked.add(msg.value())
+
+        i = 0
+        while not self._stop.is_set():
+            if not self.paused.is_set():
+                producer.produce(self.topic, f"{self.topic}-{i}".encode(), partition=i % PARTITIONS, on_delivery=acked)
+                i += 1
+            producer.poll(1 / self.rate)
+        producer.flush(30)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+
+def visible_within(source: ClusterConnection, topic: str, target: ClusterConnection, replica: str, limit_s: float) -> float:
+    """Seconds from producing a probe record at the source to it being visible at the target (fails past ``limit_s``)."""
+    value = f"probe-{time.monotonic_ns()}".encode()
+    producer = Producer(source.librdkafka(**{"acks": "all", "linger.ms": 0}))
+    producer.produce(topic, value, partition=0)
+    producer.flush(10)
+    sent = time.monotonic()
+    wait_for(lambda: value in {r.value for r in read_all(target, replica, timeout_s=5)}, limit_s + 10,
+             f"a probe on {replica}")
+    return time.monotonic() - sent
+
+
+def test_a_lost_source_site_never_slows_the_healthy_flows(with_north, local_clusters, unique):
+    topology = with_north
+    conns = {name: connection(topology, name) for name in ("east", "south", "north", "west")}
+    topic = unique("fan")
+    for site, rf in (("east", 3), ("south", 1), ("north", 1)):
+        create_topic(conns[site], topic, partitions=PARTITIONS, rf=rf)
+    flows = {f"{site}-west": {"source": site, "target": "west", "topics": [topic]} for site in ("east", "south", "north")}
+    topology = with_flows(topology, **flows)
+    traffic = {site: Traffic(conns[site], topic).start() for site in ("east", "south", "north")}
+    healthy = ("south", "north")
+    try:
+        with running_mirror(topology) as runners:
+            for site in traffic:
+                wait_for(lambda s=site: read_all(conns["west"], f"{s}.{topic}", timeout_s=5), 240, f"{site} replicating")
+            traffic["east"].paused.set()
+            for node in local_clusters["east"].nodes:  # the whole site dies
+                kill_node(local_clusters["east"], node.node_id, signal.SIGKILL)
+            killed = time.monotonic()
+            checks = 0
+            while time.monotonic() - killed < OUTAGE_S:
+                for site in healthy:
+                    took = visible_within(conns[site], topic, conns["west"], f"{site}.{topic}", LAG_S)
+                    assert took < LAG_S, f"{site}-west took {took:.1f} s at {time.monotonic() - killed:.0f} s into the outage"
+                report = collect_status(topology, state_timeout_s=5, source_timeout_s=2)
+                state = state_store(conns["west"]).read(timeout_s=5)
+                now_ms = int(time.time() * 1000)
+                for site in healthy:
+                    flow = report.flow(f"{site}-west")
+                    assert flow.state == "running", (flow.state, flow.reason)
+                    assert flow.heartbeat_age_s is not None and flow.heartbeat_age_s < 10, flow.heartbeat_age_s
+                    ends = state.source_ends(f"{site}-west")
+                    assert ends is not None and now_ms - ends.at_ms < 5_000, "the RPO bound went stale"
+                if time.monotonic() - killed > 20:  # the dead flow's own heartbeat says so by then
+                    dead = report.flow("east-west")
+                    assert dead.state == "source-unreachable" and not dead.source_reachable, dead.state
+                checks += 1
+            assert checks >= 5
+            start_cluster(local_clusters["east"], timeout_s=180)
+            traffic["east"].paused.clear()
+            time.sleep(3)  # a little traffic after the return
+            for source in traffic.values():
+                source.stop()
+            for site in traffic:
+                expected = traffic[site].acked
+                wait_for(lambda s=site, e=expected: e <= {r.value for r in read_all(conns["west"], f"{s}.{topic}",
+                                                                                   timeout_s=10)},
+                         240, f"every acked record of {site} on west")
+            assert runners["east-west"].status == "running"
+    finally:
+        for source in traffic.values():
+            source.stop()
+    source_records = read_all(conns["east"], topic)
+    copies = read_all(conns["west"], f"east.{topic}")
+    positions = [source_position(list(r.headers)) for r in copies]
+    assert len(positions) == len({(p.partition, p.offset) for p in positions if p})  # no duplicates
+    assert {(p.partition, p.offset) for p in positions if p} == {(r.partition, r.offset) for r in source_records}
