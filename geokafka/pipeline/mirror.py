@@ -100,6 +100,11 @@ def mirror(
             try:
                 spark = get_spark(master, "geokafka-mirror", pipeline.spark_conf, quick_jit=pipeline.jit == "quick")
             except Exception:
+                fatal = _jvm_failure()  # the JVM died as it started (out of memory, ...): say which, in one line
+                if fatal is not None and not stop.is_set():
+                    for runner in runners:
+                        runner.fail(fatal)
+                    raise fatal from None
                 if not _stopping(stop):
                     raise
                 spark = None

@@ -139,7 +139,7 @@ def test_transform_filters_and_masks(base_topology, east, west, unique):
 
 def test_an_out_of_memory_jvm_ends_the_mirror_naming_it_and_status_shows_the_flow_down(base_topology, east, west, unique,
                                                                                        tmp_path):
-    """A producer batch far larger than Spark's heap (batch.size 150 MB, a 320 MB driver): the JVM runs out of
+    """A producer batch larger than Spark's heap (batch.size 400 MB, a 512 MB driver): the JVM runs out of
     memory as the first records are written. The mirror exits non-zero with one line naming it and the setting
     to raise; status shows the flow in error with that reason, never running."""
     import json
@@ -153,8 +153,8 @@ def test_an_out_of_memory_jvm_ends_the_mirror_naming_it_and_status_shows_the_flo
     produce(east, topic, numbered_records(200, 2, size=1000))
     topology = with_flows(base_topology, **{flow: {"source": "east", "target": "west", "topics": [topic]}})
     topology = topology.model_copy(update={"pipeline": topology.pipeline.model_copy(update={
-        "spark_conf": {"spark.driver.memory": "320m"},
-        "producer_config": {"batch.size": "150000000", "buffer.memory": "1000000000"}})})
+        "spark_conf": {"spark.driver.memory": "512m"},
+        "producer_config": {"batch.size": "400000000", "buffer.memory": "1000000000"}})})
     path = tmp_path / "geokafka.yaml"
     path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
     geokafka = [sys.executable, "-m", "geokafka", "-f", str(path)]
