@@ -104,7 +104,8 @@ def run_replicator(
             # the JVM's compilers at work in the window: a cost of a fresh JVM, paid once
             jit = jit_done - marks["jit_written"]  # the sampler keeps the CPU of threads HotSpot retired
             result.update({"jit_cpu_s": round(jit, 2), "jit_share": round(jit / cpu, 3) if cpu > 0 else None})
-        if counter.half_at is not None and "cpu_half" in marks and counter.done_at > counter.half_at:
+        if counter.half_at is not None and "cpu_half" in marks and counter.done_at > counter.half_at \
+                and counter.half_count < records:
             # the second half of the records: later in the run, the JVMs warmer (steadier than the whole window)
             half_n = records - counter.half_count
             half_s = counter.done_at - counter.half_at

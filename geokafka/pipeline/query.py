@@ -73,6 +73,7 @@ def sink_options(query_key: str, flow_name: str, flow: Flow, pipeline: Pipeline,
         name("groups"): json.dumps(assignment.groups), name("generation"): str(assignment.generation),
         name("expected"): json.dumps({k: [n, h] for k, (n, h) in assignment.expected.items()}),
         name("commit_interval_ms"): str(pipeline.commit_interval_ms),
+        name("caught_up_commit_ms"): str(pipeline.caught_up_commit_ms),
         name("max_message_bytes"): json.dumps(max_message_bytes),
         # local masters run the tasks in the driver's JVM: producers opened there before the first batch,
         # side by side, are the tasks' (elsewhere they would be of no use)

@@ -31,6 +31,10 @@ public final class SinkOptions implements Serializable {
     /** "topic/partition" -> [next source offset known to the driver, state offset to rescan from]. */
     final Map<String, long[]> expected;
     final long commitIntervalMs;
+    /** A writer whose reader has caught up (nothing more to read now) commits this long after its previous
+     * commit at the earliest, instead of waiting for {@link #commitIntervalMs}: low latency at moderate rates,
+     * a transaction per interval on a backlog. */
+    final long caughtUpCommitMs;
     /** Target topic -> its max.message.bytes: a larger record is refused before it is sent. */
     final Map<String, Long> maxMessageBytes;
     /** Open every group's producer on the driver before the first batch (local masters: the driver's JVM
@@ -59,6 +63,7 @@ public final class SinkOptions implements Serializable {
         in.json(name("expected"), "{}", new TypeReference<Map<String, List<Long>>>() {})
                 .forEach((key, nextAndHint) -> expected.put(key, new long[] {nextAndHint.get(0), nextAndHint.get(1)}));
         commitIntervalMs = in.getLong(name("commit_interval_ms"), 100);
+        caughtUpCommitMs = in.getLong(name("caught_up_commit_ms"), 20);
         maxMessageBytes = in.json(name("max_message_bytes"), "{}", new TypeReference<Map<String, Long>>() {});
         warmProducers = Boolean.parseBoolean(in.get(name("warm_producers"), "false"));
     }
@@ -98,6 +103,7 @@ public final class SinkOptions implements Serializable {
         generation = other.generation;
         expected = new HashMap<>(other.expected);
         commitIntervalMs = other.commitIntervalMs;
+        caughtUpCommitMs = other.caughtUpCommitMs;
         maxMessageBytes = other.maxMessageBytes;
         warmProducers = other.warmProducers;
     }

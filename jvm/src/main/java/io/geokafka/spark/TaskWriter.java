@@ -41,6 +41,9 @@ final class TaskWriter implements DataWriter<InternalRow> {
     private int currentPartition = -1;
     /** When the oldest row not yet committed was handled (-1: nothing pending). */
     private long pendingSince = -1;
+    /** When the last commit ended. */
+    private long lastCommitEnd = System.nanoTime();
+    private final long caughtUpNanos;
     /** Local masters: each commit is reported to the driver's registry at once (same JVM). */
     private final boolean live;
 
@@ -60,6 +63,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
         keep = java.util.Arrays.asList(schema.fieldNames()).contains("keep") ? schema.fieldIndex("keep") : -1;
         commitIntervalNanos = options.commitIntervalMs * 1_000_000L;
         intervalNanos = commitIntervalNanos;
+        caughtUpNanos = Math.min(commitIntervalNanos, options.caughtUpCommitMs * 1_000_000L);
         live = SinkRegistry.registered(options.queryKey);
         if (live) {
             SinkRegistry.writing(options.queryKey);
@@ -91,17 +95,19 @@ final class TaskWriter implements DataWriter<InternalRow> {
         }
     }
 
-    /** Called by the reader while it waits: commit if due; ms until the next commit is due. */
+    /** Called by the reader when it has caught up (nothing more to hand out now) and waits: commit if due,
+     * which is sooner than the interval when the reader is caught up; ms until the next commit is due. */
     private long commitIfDue() {
         if (pendingSince < 0) {
             return Long.MAX_VALUE;
         }
-        long waited = System.nanoTime() - pendingSince;
-        if (waited >= intervalNanos) {
+        long now = System.nanoTime();
+        long due = caughtUpDue(pendingSince, intervalNanos, lastCommitEnd, caughtUpNanos);
+        if (now >= due) {
             commitAll();
             return Long.MAX_VALUE;
         }
-        return Math.max(1, (intervalNanos - waited) / 1_000_000L);
+        return Math.max(1, (due - now) / 1_000_000L);
     }
 
     @Override
@@ -142,7 +148,14 @@ final class TaskWriter implements DataWriter<InternalRow> {
             }
         }
         pendingSince = -1;
-        intervalNanos = stretched(commitIntervalNanos, System.nanoTime() - started);
+        lastCommitEnd = System.nanoTime();
+        intervalNanos = stretched(commitIntervalNanos, lastCommitEnd - started);
+    }
+
+    /** When a caught-up writer commits: once its oldest pending row waited the interval, or once the caught-up
+     * gap passed since the last commit, whichever comes first (nanoTime values). */
+    static long caughtUpDue(long pendingSince, long intervalNanos, long lastCommitEnd, long caughtUpNanos) {
+        return Math.min(pendingSince + intervalNanos, lastCommitEnd + caughtUpNanos);
     }
 
     /** Commits at most this share of a writer's time: a commit (flush, then EndTxn and its markers)

@@ -56,6 +56,17 @@ class SinkLogicTest {
     }
 
     @Test
+    void aCaughtUpWriterCommitsSoonAfterItsLastCommitAndNeverLaterThanTheInterval() {
+        long ms = 1_000_000L;
+        // rows pending since t=1000 ms, the last commit ended at t=990: caught up, it commits at t=1010
+        assertEquals(1_010 * ms, TaskWriter.caughtUpDue(1_000 * ms, 100 * ms, 990 * ms, 20 * ms));
+        // a commit just ended (t=1000) and a row came at t=1005: at t=1020, before the interval's t=1105
+        assertEquals(1_020 * ms, TaskWriter.caughtUpDue(1_005 * ms, 100 * ms, 1_000 * ms, 20 * ms));
+        // the interval comes first when the caught-up gap is longer
+        assertEquals(1_100 * ms, TaskWriter.caughtUpDue(1_000 * ms, 100 * ms, 900 * ms, 500 * ms));
+    }
+
+    @Test
     void aPooledProducerIsReusedOnlyWhileItsCommitsAreWhatTheDriverExpects() {
         Map<String, long[]> expected = Map.of("a/0", new long[] {10, 3}, "a/1", new long[] {7, 3});
         assertEquals(true, ProducerPool.stillOwner(Map.of("a/0", 10L, "a/1", 7L), expected));
