@@ -60,6 +60,8 @@ _STATE_CONFIGS = {
 }
 
 F = TypeVar("F", bound=FlowRecord)
+STALL_S = 3.0
+"""A read whose consumer's position has not moved for this long, short of the end, starts a new consumer."""
 Value = dict[str, Any]
 
 
@@ -327,7 +329,15 @@ class KafkaStateStore(StateStore):
                 self._snapshot = StateSnapshot()
                 consumer.assign([TopicPartition(STATE_TOPIC, 0, 0)])
             deadline = time.monotonic() + timeout_s
+            moved_at, last = time.monotonic(), self._position(consumer, tp)
             while self._position(consumer, tp) < target:
+                if self._position(consumer, tp) != last:
+                    moved_at, last = time.monotonic(), self._position(consumer, tp)
+                elif time.monotonic() - moved_at > STALL_S:
+                    # a consumer assigned before the topic existed waits for a metadata refresh (minutes):
+                    # start a new one where the snapshot ends
+                    consumer = self._reconnect(timeout_s)
+                    moved_at = time.monotonic()
                 if time.monotonic() > deadline:
                     raise KafkaOperationError(
                         f"cluster {self.conn.name}: {STATE_TOPIC} could not be read to its end ({target}) within "
@@ -347,8 +357,19 @@ class KafkaStateStore(StateStore):
             self._snapshot.end_offset = max(self._snapshot.end_offset, target)
         except KafkaException as exc:
             if exc.args and exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+                self._drop_consumer()  # the next read assigns a new one, once the topic exists
                 return  # no state topic yet: nothing replicated, nothing decided
             raise_mapped(self.conn, f"reading {STATE_TOPIC}", exc)
+
+    def _reconnect(self, timeout_s: float) -> Consumer:
+        self._drop_consumer()
+        return self._consumer_at(timeout_s)
+
+    def _drop_consumer(self) -> None:
+        if self._consumer is not None:
+            with contextlib.suppress(KafkaException, RuntimeError):
+                self._consumer.close()
+        self._consumer = None
 
     def _consumer_at(self, timeout_s: float) -> Consumer:
         if self._consumer is None:
