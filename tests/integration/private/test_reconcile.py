@@ -211,10 +211,10 @@ def _disaster(base_topology, local_clusters, south, west, unique, tmp_path: Path
     topology = with_flows(base_topology, **{flow: {
         "source": "south", "target": "west", "topics": [topic], "groups": [group], "sync": sync,
         "sync_interval_s": 5.0}})
-    # a transaction a second: a site lost under traffic strands up to a second of it (with the default 20-100 ms
+    # a transaction every 3 s: a site lost under traffic strands up to 3 s of it (with the default 20-100 ms
     # it often strands nothing, and the run has no loss to count)
     topology = topology.model_copy(update={"pipeline": topology.pipeline.model_copy(update={
-        "commit_interval_ms": 1000, "caught_up_commit_ms": 1000})})
+        "commit_interval_ms": 3000, "caught_up_commit_ms": 3000})})
     topology_file = tmp_path / f"{flow}.yaml"
     topology_file.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_none=True)))
     run = Disaster(flow, topic, group, topology, topology_file,
