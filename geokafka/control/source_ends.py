@@ -29,7 +29,7 @@ from confluent_kafka.admin import OffsetSpec
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.rpo import peak_rate
-from geokafka.control.state_records import SourceEnds, TopicPartitionKey
+from geokafka.control.state_records import SourceEnds, SourceEndsSeen, TopicPartitionKey
 from geokafka.control.state_store import StateStore
 from geokafka.control.topic_sync import TopicPair
 from geokafka.errors import GeokafkaError, KafkaOperationError
@@ -124,6 +124,8 @@ class SourceEndsWatch:
         self.rates = RateWindow()
         self.last: SourceEnds | None = None
         """The last observation written to the target."""
+        self.seen_at_ms = 0
+        """When a look last found :attr:`last`'s ends unchanged."""
         self._clock = clock or (lambda: int(time.time() * 1000))
 
     def observe(self, pairs: Sequence[TopicPair]) -> SourceEnds | None:
@@ -140,10 +142,21 @@ class SourceEndsWatch:
             log.debug("flow %s: source ends not observed: %s", self.flow, exc)
             if self.last is None or self.last.failed_at_ms is not None:
                 return None
-            return self._write(replace(self.last, failed_at_ms=self._clock()))
+            # the last look that found the source answering: the full observation, or a later one that saw it again
+            return self._write(replace(self.last, at_ms=max(self.last.at_ms, self.seen_at_ms), failed_at_ms=self._clock()))
         self.rates.add(at_ms, sum(ends.values()))
-        return self._write(SourceEnds(self.flow, at_ms, {f"{t}/{p}": end for (t, p), end in ends.items()},
-                                      self.rates.peak()))
+        observed = {f"{t}/{p}": end for (t, p), end in ends.items()}
+        last = self.last
+        if last is not None and last.failed_at_ms is None and last.ends == observed:
+            # nothing moved: say only when it was seen again (a few bytes, not every partition's end again)
+            try:
+                self.store.write(SourceEndsSeen(self.flow, at_ms, last.at_ms), timeout_s=5.0)
+            except GeokafkaError as exc:
+                log.debug("flow %s: source observation not written: %s", self.flow, exc)
+                return None
+            self.seen_at_ms = at_ms
+            return last
+        return self._write(SourceEnds(self.flow, at_ms, observed, self.rates.peak()))
 
     def _write(self, observation: SourceEnds) -> SourceEnds | None:
         try:

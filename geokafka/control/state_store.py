@@ -22,7 +22,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
@@ -44,6 +44,7 @@ from geokafka.control.state_records import (
     Reconciled,
     Role,
     SourceEnds,
+    SourceEndsSeen,
     StateRecord,
     TopicId,
     flow_prefix,
@@ -146,9 +147,17 @@ class StateSnapshot:
         return self.record(Heartbeat, flow)
 
     def source_ends(self, flow: str) -> SourceEnds | None:
-        """The mirror's last observation of the flow's source end offsets."""
+        """The mirror's last observation of the flow's source end offsets (as of its latest look that found them
+        unchanged, when one did)."""
         value = self.value(SourceEnds.key_of(flow))
-        return SourceEnds.decode(flow, value) if value and "at_ms" in value else None
+        if not value or "at_ms" not in value:
+            return None
+        observation = SourceEnds.decode(flow, value)
+        seen = self.record(SourceEndsSeen, flow)
+        if seen is not None and seen.of_at_ms == observation.at_ms and seen.at_ms > observation.at_ms \
+                and observation.failed_at_ms is None:
+            return replace(observation, at_ms=seen.at_ms)
+        return observation
 
     def role(self, flow: str) -> str:
         """``failed-over`` or ``active`` (the default: no failover recorded)."""

@@ -111,3 +111,20 @@ def test_the_rate_window_keeps_a_minute_and_starts_afresh_when_the_ends_go_down(
     assert window.peak() == pytest.approx(400.0)
     window.add(400 * 250, 3)  # a re-created topic: the totals went down
     assert list(window.samples) == [(100_000, 3)] and window.peak() is None
+
+
+def test_an_idle_source_is_seen_again_in_a_small_record_and_its_failure_dated_from_the_last_look() -> None:
+    source, clock, store = Source(step=0), Clock(), InMemoryStateStore()  # nothing is written at the source
+    watch = SourceEndsWatch("f", source, store, clock=clock)
+    first = watch.observe(PAIRS)
+    for _ in range(3):
+        clock.ms += 250
+        assert watch.observe(PAIRS) == first  # the same ends
+    assert [key for key, _ in store.log] == ["ends/f", "ends-seen/f", "ends-seen/f", "ends-seen/f"]
+    seen = store.read().source_ends("f")
+    assert seen is not None and seen.at_ms == clock.ms and seen.ends == first.ends  # type: ignore[union-attr]
+    last_look = clock.ms
+    source.down = True
+    clock.ms += 250
+    marked = watch.observe(PAIRS)
+    assert marked is not None and marked.at_ms == last_look and marked.failed_at_ms == clock.ms

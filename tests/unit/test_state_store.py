@@ -85,3 +85,27 @@ def test_progress_keys_match_the_jvm_sink() -> None:
     # jvm/src/main/java/io/geokafka/spark/Progress.java writes "progress/" + flow + "/" + topic + "/" + partition
     assert Progress("f", "orders.eu", 11, 0).key == "progress/f/orders.eu/11"
     assert STATE_TOPIC == "__geokafka_state"
+
+
+def test_an_observation_is_packed_by_runs_of_partitions_and_read_back_whole() -> None:
+    from geokafka.control.state_records import SourceEnds
+
+    ends = {"orders/0": 41, "orders/1": 38, "orders/2": 40, "orders/5": 7, "pay.eu/0": 3}
+    record = SourceEnds("f", 1000, ends, 12.5)
+    assert record.encode()["topics"] == {"orders": [[0, 41, 38, 40], [5, 7]], "pay.eu": [[0, 3]]}
+    assert SourceEnds.decode("f", record.encode()) == record
+    written_before = {"at_ms": 5, "ends": {"orders/0": 1}}  # the form of earlier versions reads too
+    assert SourceEnds.decode("f", written_before).ends == {"orders/0": 1}
+
+
+def test_a_look_that_saw_the_same_ends_again_makes_the_observation_younger_and_nothing_else() -> None:
+    from geokafka.control.state_records import SourceEnds, SourceEndsSeen
+
+    store = InMemoryStateStore()
+    store.write(SourceEnds("f", 1000, {"orders/0": 5}, 3.0))
+    store.write(SourceEndsSeen("f", 4000, 1000))
+    seen = store.read().source_ends("f")
+    assert seen is not None and (seen.at_ms, seen.ends, seen.peak_rate) == (4000, {"orders/0": 5}, 3.0)
+    store.write(SourceEnds("f", 5000, {"orders/0": 9}, 3.0))  # a newer observation: the old confirmation is moot
+    newer = store.read().source_ends("f")
+    assert newer is not None and (newer.at_ms, newer.ends) == (5000, {"orders/0": 9})
