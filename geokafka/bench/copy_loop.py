@@ -21,7 +21,8 @@ def run_copy_loop(work: Path, topic: str, records: int, size: int, lat_topic: st
     for name in topics:
         create_topic(DST, PREFIX + name, partition_count(SRC, name))
     cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", f"-Dlog4j2.configurationFile={LOG4J}",
-           "-cp", f"{jars.kafka_classpath()}:{jars.sink_jar()}", "io.geokafka.bench.CopyLoop", SRC, DST, PREFIX, *topics]
+           f"-Dkafka.logs.dir={work}", "-cp", f"{jars.kafka_classpath()}:{jars.sink_jar()}",
+           "io.geokafka.bench.CopyLoop", SRC, DST, PREFIX, *topics]
     result = run_replicator("limit", cmd, work / f"copy-loop-{topic}.log", topic=topic, target_topic=PREFIX + topic,
                             records=records, size=size, lat_topic=lat_topic,
                             lat_target=PREFIX + lat_topic if lat_topic else None, **kw)
