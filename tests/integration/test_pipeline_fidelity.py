@@ -11,6 +11,7 @@ from pipeline_util import running_mirror, sentinels_through, wait_for, with_flow
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.provenance import SourcePosition, source_position, user_headers
+from geokafka.topology.schema import Topology
 
 pytestmark = pytest.mark.integration
 
@@ -40,12 +41,21 @@ def assert_replica(source_recs, target_recs, source_cluster: str, topic: str) ->
         assert source_position(list(tgt.headers)) == SourcePosition(source_cluster, topic, src.partition, src.offset)
 
 
-def test_active_passive_prefix_preserves_everything(base_topology, east, west, unique):
+def in_mode(topology: Topology, mode: str) -> Topology:
+    """``topology`` with its pipeline in ``mode`` (real-time, the default, or micro-batch)."""
+    return topology.model_copy(update={"pipeline": topology.pipeline.model_copy(update={"mode": mode})})
+
+
+MODES = pytest.mark.parametrize("mode", ["real-time", "micro-batch"])
+
+
+@MODES
+def test_active_passive_prefix_preserves_everything(base_topology, east, west, unique, mode):
     topic = unique("orders")
     create_topic(east, topic, partitions=4, rf=3,
                  config={"retention.ms": "86400000", "max.message.bytes": "2000000", "cleanup.policy": "delete"})
     produce(east, topic, _records(600, 4))
-    topology = with_flows(base_topology, ap={"source": "east", "target": "west", "topics": [topic]})
+    topology = in_mode(with_flows(base_topology, ap={"source": "east", "target": "west", "topics": [topic]}), mode)
     with running_mirror(topology):
         wait_for(lambda: len(read_all(west, f"east.{topic}", timeout_s=10)) >= 600, 90, "600 records on west")
         produce(east, topic, _records(200, 4))  # a second wave while running
@@ -87,14 +97,16 @@ def test_compacted_topic_and_transactions(base_topology, east, west, unique):
     assert ClusterAdmin(west).topic_configs(f"east.{topic}")["cleanup.policy"] == "compact"
 
 
-def test_internal_topics_never_replicated_and_new_topics_picked_up(base_topology, east, west, unique):
+@MODES
+def test_internal_topics_never_replicated_and_new_topics_picked_up(base_topology, east, west, unique, mode):
     prefix = unique("pick")
     first, later, changelog = f"{prefix}-a", f"{prefix}-b", f"{prefix}-store-changelog"
     for t in (first, changelog):
         create_topic(east, t, partitions=1, rf=1)
         produce(east, t, [{"value": b"x"}])
-    topology = with_flows(base_topology, sel={"source": "east", "target": "west", "topics": [".*"],
-                                             "exclude": [r"(?!" + prefix + r").*"]})
+    # the new topic's partition 0 stays empty: a group reads partitions with records and without
+    topology = in_mode(with_flows(base_topology, sel={"source": "east", "target": "west", "topics": [".*"],
+                                                     "exclude": [r"(?!" + prefix + r").*"]}), mode)
     with running_mirror(topology):
         wait_for(lambda: f"east.{first}" in ClusterAdmin(west).topic_partitions(), 60, "first topic")
         create_topic(east, later, partitions=2, rf=1)

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -64,6 +65,9 @@ final class ConsumerPool {
         final Key key;
         final KafkaConsumer<byte[], byte[]> consumer;
         final Map<TopicPartition, Cursor> cursors = new LinkedHashMap<>();
+        /** The partitions the consumer is assigned: those given a range at least once, so each has a position
+         * (a partition without one, even paused, fails the next poll: there is no reset policy). */
+        final Set<TopicPartition> assigned = new LinkedHashSet<>();
         long idleSince;
 
         Lease(Key key, KafkaConsumer<byte[], byte[]> consumer, List<TopicPartition> partitions) {
@@ -92,9 +96,9 @@ final class ConsumerPool {
     private ConsumerPool() {}
 
     /**
-     * The consumer of group {@code group} of {@code stream}, assigned every partition of the group, with each
-     * partition of {@code ranges} positioned at its range's start (kept records and fetches kept where it
-     * already is there) and resumed, and every other partition of the group paused for this batch.
+     * The consumer of group {@code group} of {@code stream}, with each partition of {@code ranges} assigned,
+     * positioned at its range's start (kept records and fetches kept where it already is there) and resumed,
+     * and every other partition it was assigned in an earlier batch paused for this batch.
      */
     static Lease borrow(String stream, int group, Map<String, String> config, List<TopicPartition> partitions,
                         Map<TopicPartition, long[]> ranges) {
@@ -104,15 +108,20 @@ final class ConsumerPool {
             lease = IDLE.remove(key);
         }
         if (lease == null) {
-            lease = new Lease(key, open(config, partitions, group), partitions);
+            lease = new Lease(key, open(config, group), partitions);
+        }
+        for (TopicPartition tp : ranges.keySet()) {
+            if (!lease.cursors.containsKey(tp)) {
+                throw new IllegalStateException("geokafka source: " + tp + " is not in group " + group);
+            }
+        }
+        if (lease.assigned.addAll(ranges.keySet())) {
+            lease.consumer.assign(new ArrayList<>(lease.assigned));  // the partitions kept keep their positions
         }
         List<TopicPartition> reading = new ArrayList<>();
-        Set<TopicPartition> paused = new HashSet<>(partitions);
+        Set<TopicPartition> paused = new HashSet<>(lease.assigned);
         for (Map.Entry<TopicPartition, long[]> e : ranges.entrySet()) {
             Cursor cursor = lease.cursors.get(e.getKey());
-            if (cursor == null) {
-                throw new IllegalStateException("geokafka source: " + e.getKey() + " is not in group " + group);
-            }
             long from = e.getValue()[0];
             if (cursor.next != from) {
                 cursor.drop();
@@ -124,8 +133,10 @@ final class ConsumerPool {
             reading.add(e.getKey());
             paused.remove(e.getKey());
         }
-        for (TopicPartition tp : paused) {
-            lease.cursors.get(tp).done = true;
+        for (Cursor cursor : lease.cursors.values()) {
+            if (!ranges.containsKey(cursor.tp)) {
+                cursor.done = true;
+            }
         }
         lease.consumer.pause(paused);
         lease.consumer.resume(reading);
@@ -193,16 +204,13 @@ final class ConsumerPool {
         closing.forEach(ConsumerPool::close);
     }
 
-    private static KafkaConsumer<byte[], byte[]> open(Map<String, String> config, List<TopicPartition> partitions, int group) {
+    private static KafkaConsumer<byte[], byte[]> open(Map<String, String> config, int group) {
         Properties props = new Properties();
         props.putAll(config);
         props.put("enable.auto.commit", "false");
         props.put("auto.offset.reset", "none");  // a position no longer on the source is a gap, reported
         props.putIfAbsent("isolation.level", "read_committed");
         props.putIfAbsent("client.id", "geokafka-source-g" + group + "-" + OPENED.incrementAndGet());
-        KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(),
-                new ByteArrayDeserializer());
-        consumer.assign(partitions);
-        return consumer;
+        return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 }

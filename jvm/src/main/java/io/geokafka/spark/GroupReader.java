@@ -18,7 +18,7 @@ import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeRead;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * Reads one partition group with one pooled consumer assigned all its partitions.
+ * Reads one partition group with one pooled consumer for all its partitions.
  *
  * <p>Micro-batch mode ({@link #next()}): hands out each partition's records of [from, until) in offset
  * order (offsets of transaction markers and aborted records are never returned, so a partition is done

@@ -81,6 +81,25 @@ class RegistryAndPoolsTest {
     }
 
     @Test
+    void aPartitionIsAssignedOnceItHasARangeSoThatEveryAssignedPartitionHasAPosition() {
+        Map<String, String> config = Map.of("bootstrap.servers", "127.0.0.1:9");
+        TopicPartition a = new TopicPartition("t", 0);
+        TopicPartition b = new TopicPartition("u", 0);
+        // the first batch has records of a only: b, empty, must not be assigned without a position
+        ConsumerPool.Lease lease = ConsumerPool.borrow("s3", 0, config, List.of(a, b), Map.of(a, new long[] {5, 10}));
+        assertEquals(java.util.Set.of(a), lease.consumer.assignment());
+        assertEquals(true, lease.cursors.get(b).done);
+        ConsumerPool.giveBack(lease);
+        // the next one has records of b only: both assigned, a paused where it stopped
+        ConsumerPool.Lease next = ConsumerPool.borrow("s3", 0, config, List.of(a, b), Map.of(b, new long[] {0, 4}));
+        assertEquals(java.util.Set.of(a, b), next.consumer.assignment());
+        assertEquals(java.util.Set.of(a), next.consumer.paused());
+        assertEquals(false, next.cursors.get(b).done);
+        ConsumerPool.close(next);
+        ConsumerPool.closeStream("s3");
+    }
+
+    @Test
     void aConsumerThatStoppedWhereTheNextBatchStartsKeepsItsRecords() {
         Map<String, String> config = Map.of("bootstrap.servers", "127.0.0.1:9");
         TopicPartition tp = new TopicPartition("t", 0);
