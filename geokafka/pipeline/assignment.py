@@ -26,6 +26,8 @@ class Gap:
     last: int | None
     """None: up to an end nobody can know any more (the old log of a re-created topic)."""
     reason: str
+    now: tuple[int, int] | None = None
+    """A re-created topic's partition: (log start, log end) of the new topic."""
 
     @property
     def records(self) -> int:
@@ -33,9 +35,14 @@ class Gap:
         return 0 if self.last is None else self.last - self.first + 1
 
     def describe(self) -> str:
-        """``orders/0 offsets 100..149`` or ``orders/0 from offset 100 of the old topic``."""
+        """``orders/0 offsets 100..149`` or ``orders/0 from offset 100 of the old topic (the new one holds
+        offsets 0..49)``."""
         if self.last is None:
-            return f"{self.topic}/{self.partition} from offset {self.first} of the old topic"
+            old = f"{self.topic}/{self.partition} from offset {self.first} of the old topic"
+            if self.now is None:
+                return old
+            low, high = self.now
+            return f"{old} (the new one holds {'no records' if high <= low else f'offsets {low}..{high - 1}'})"
         return f"{self.topic}/{self.partition} offsets {self.first}..{self.last}"
 
 
@@ -69,8 +76,8 @@ def find_gaps(
 ) -> list[Gap]:
     """Every partition whose committed progress the source can no longer continue from (pure).
 
-    ``marks``: topic -> partition -> (log start, log end) on the source now (not needed for
-    the topics in ``recreated``).
+    ``marks``: topic -> partition -> (log start, log end) on the source now (for the topics in
+    ``recreated``: the new topic's, named in the gap when known).
     """
     renewed = {r.topic: r for r in recreated}
     gaps = []
@@ -81,7 +88,7 @@ def find_gaps(
                 continue
             again = renewed.get(pair.source)
             if again is not None:
-                gaps.append(Gap(pair.source, p, committed, None, again.describe()))
+                gaps.append(Gap(pair.source, p, committed, None, again.describe(), marks.get(pair.source, {}).get(p)))
                 continue
             low, high = marks[pair.source][p]
             if committed < low:

@@ -44,13 +44,16 @@ def replicate_first_log(base_topology, east, west, topic: str, flow: str, skip_g
     return topology
 
 
-def assert_names_every_partition(error: BaseException, topic: str, exact: bool = True) -> None:
+def assert_names_every_partition(error: BaseException, topic: str, exact: bool = True,
+                                 new_length: int | None = None) -> None:
     assert isinstance(error, DataLossError), error
     text = str(error)
     assert "re-created" in text or "deleted" in text, text
     for p in range(PARTITIONS):
         # while running, records the new topic got in the second before the check may have been copied
         named = f"{topic}/{p} from offset 100 of the old topic" if exact else f"{topic}/{p} from offset "
+        if new_length is not None:  # and what the new topic holds
+            named += f" (the new one holds offsets 0..{new_length - 1})"
         assert named in text, text
 
 
@@ -62,7 +65,7 @@ def test_recreated_topic_stops_the_flow_at_start(base_topology, east, west, uniq
     with running_mirror(topology, expect_flow_errors=True) as runners:
         wait_for(lambda: runners.get(flow) and runners[flow].status == "error", 120, "the flow to stop")
         error = runners[flow].error
-    assert_names_every_partition(error, topic)
+    assert_names_every_partition(error, topic, new_length=new_length)
     # nothing of the new topic reached the target
     assert len(read_all(west, f"east.{topic}")) == 100 * PARTITIONS
     # status says why the flow stopped and what each topic holds, not lag 0

@@ -22,10 +22,12 @@ def test_a_recreated_topic_gaps_every_replicated_partition_whatever_its_length()
     again = recreations({"orders": "A"}, {"orders": "B"}, {"orders"})
     assert again == [Recreation("orders", "A", "B")]
     # the new log is longer than the old progress: offsets alone would not notice
-    gaps = find_gaps(pairs, {"orders": {0: (0, 150), 1: (0, 150)}}, {("orders", 0): 100, ("orders", 1): 100}, again)
+    gaps = find_gaps(pairs, {"orders": {0: (0, 150), 1: (0, 0)}}, {("orders", 0): 100, ("orders", 1): 100}, again)
     assert [(g.partition, g.first, g.last, g.records) for g in gaps] == [(0, 100, None, 0), (1, 100, None, 0)]
     text = str(data_loss_error("f", "east", gaps))
-    assert "orders/0 from offset 100 of the old topic, orders/1 from offset 100 of the old topic" in text
+    # the old topic's position and the new topic's range, per partition
+    assert ("orders/0 from offset 100 of the old topic (the new one holds offsets 0..149), "
+            "orders/1 from offset 100 of the old topic (the new one holds no records)") in text
     assert "topic id A -> B" in text
 
 
