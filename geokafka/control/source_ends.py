@@ -21,18 +21,14 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec
-
-from geokafka.control.admin import ClusterAdmin, raise_mapped
+from geokafka.control.admin import ClusterAdmin
 from geokafka.control.rpo import peak_rate
 from geokafka.control.state_records import SourceEnds, SourceEndsSeen, TopicPartitionKey
 from geokafka.control.state_store import StateStore
 from geokafka.control.topic_sync import TopicPair
-from geokafka.errors import GeokafkaError, KafkaOperationError
+from geokafka.errors import GeokafkaError
 
 log = logging.getLogger(__name__)
 
@@ -65,23 +61,7 @@ def partition_offsets(admin: ClusterAdmin, partitions: Sequence[TopicPartitionKe
     The end is the last stable offset with ``committed`` (what a read_committed reader reaches),
     the high watermark without. Every partition answers, or a GeokafkaError says which did not.
     """
-    if not partitions:
-        return {}
-    spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
-    level = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-    what = f"reading {'start' if earliest else 'end'} offsets of {', '.join(sorted({t for t, _ in partitions}))}"
-    try:
-        futures = admin.raw.list_offsets({TopicPartition(t, p): spec for t, p in partitions},
-                                         isolation_level=level, request_timeout=timeout_s)
-        found = {(tp.topic, tp.partition): int(f.result(timeout=timeout_s + 1).offset) for tp, f in futures.items()}
-    except (KafkaException, FutureTimeout) as exc:
-        raise_mapped(admin.conn, what, exc)
-        raise  # raise_mapped always raises; for the type checker
-    missing = sorted(tp for tp, offset in found.items() if offset < 0)  # a partition that lost its leader meanwhile
-    if missing:
-        shown = ", ".join(f"{t}/{p}" for t, p in missing[:5])
-        raise KafkaOperationError(f"cluster {admin.conn.name}: {what}: no answer for {shown}")
-    return found
+    return admin.offsets(partitions, earliest=earliest, committed=committed, timeout_s=timeout_s)
 
 
 @dataclass

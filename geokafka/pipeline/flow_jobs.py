@@ -27,13 +27,16 @@ from geokafka.control.topic_sync import TopicPair
 from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.flow_topics import selection_changed, sync_topic_metadata, target_pairs
 from geokafka.pipeline.repeated_failure import RepeatedFailure
-from geokafka.pipeline.scheduler import Scheduler
+from geokafka.pipeline.scheduler import Job, Scheduler
 from geokafka.topology.schema import Topology
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 5.0
 TOPIC_IDS_S = 1.0
+OBSERVE_CPU_SHARE = 0.02
+"""The source observation takes at most this share of a core: at thousands of partitions a look costs
+milliseconds of CPU, and it then runs less often than ``rpo.observe_ms`` (its age is in every RPO figure)."""
 
 
 class FlowView(Protocol):
@@ -106,6 +109,8 @@ class FlowJobs:
         self.store = store
         self.signals = signals
         self._source_ends = SourceEndsWatch(self.name, clients.observer, store)
+        self._observe_job: Job | None = None
+        self._said_observe_cost = False
         self._held_groups: list[tuple[str, str, int, str]] = []
         self._offset_index: Any = None
         self._sync_memory: Any = None
@@ -121,7 +126,8 @@ class FlowJobs:
             refresh = min(refresh, self.flow.sync_interval_s)
         scheduler.add("heartbeat", HEARTBEAT_S, self.heartbeat, timeout_s=HEARTBEAT_S)
         observe_s = self.topology.rpo.observe_ms / 1000
-        scheduler.add("observe", observe_s, self.observe, timeout_s=max(2.0, 4 * observe_s))
+        self._observe_job = scheduler.add("observe", observe_s, self.observe, timeout_s=max(2.0, 4 * observe_s),
+                                          cpu_share=OBSERVE_CPU_SHARE)
         scheduler.add("topic-ids", TOPIC_IDS_S, self.watch_topic_ids, timeout_s=5.0)
         scheduler.add("selection", refresh, self.watch_selection, timeout_s=30.0)
         scheduler.add("sync", self.flow.sync_interval_s, self.sync, timeout_s=max(30.0, self.flow.sync_interval_s))
@@ -148,6 +154,13 @@ class FlowJobs:
         (what bounds the RPO from above)."""
         if self.view.replicating:
             self._source_ends.observe(self.view.pairs)
+        job = self._observe_job
+        if job is not None and job.period_s > 1.2 * job.interval_s and not self._said_observe_cost:
+            self._said_observe_cost = True
+            log.info("flow %s: a look at the source's %d partitions costs %.0f ms of CPU: looking every %.1f s instead "
+                     "of every %g ms (rpo.observe_ms), to stay under %.0f%% of a core; every RPO figure says its age",
+                     self.name, sum(p.partitions for p in self.view.pairs), 1000 * job.last_cpu_s, job.period_s,
+                     1000 * job.interval_s, 100 * OBSERVE_CPU_SHARE)
 
     # -- topics ----------------------------------------------------------------------------
 

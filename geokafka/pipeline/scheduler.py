@@ -22,21 +22,37 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Job:
-    """One periodic job: ``run`` every ``interval_s``, expected to take at most ``timeout_s``."""
+    """One periodic job: ``run`` every ``interval_s``, expected to take at most ``timeout_s``.
+
+    With a ``cpu_share``, the job runs less often when it costs more: never more often than keeps the
+    CPU of its runs under that share of one core (the process's CPU time while it ran, which includes
+    the client threads working for it), whatever ``interval_s`` asks.
+    """
 
     name: str
     interval_s: float
     run: Callable[[], None]
     timeout_s: float
+    cpu_share: float | None = None
     runs: int = 0
     last_took_s: float = 0.0
+    last_cpu_s: float = 0.0
     long_runs: int = 0
     """Runs that took longer than ``timeout_s``."""
+    cpu_clock: Callable[[], float] = field(default=time.process_time, repr=False)
     _next_at: float = field(default=0.0, repr=False)
+
+    @property
+    def period_s(self) -> float:
+        """The time from one run's start to the next's: ``interval_s``, or longer to keep to ``cpu_share``."""
+        if self.cpu_share is None:
+            return self.interval_s
+        return max(self.interval_s, self.last_cpu_s / self.cpu_share)
 
     def run_once(self, clock: Callable[[], float], owner: str) -> None:
         """Run now; an exception the job did not handle is logged, never raised (the job runs again)."""
         started = clock()
+        cpu_started = self.cpu_clock()
         try:
             self.run()
         except Exception as exc:  # a job's own failures are its to report; this is a bug's last net
@@ -45,6 +61,7 @@ class Job:
         finally:
             self.runs += 1
             self.last_took_s = clock() - started
+            self.last_cpu_s = max(0.0, self.cpu_clock() - cpu_started)
             if self.last_took_s > self.timeout_s:
                 self.long_runs += 1
                 level = logging.WARNING if self.long_runs == 1 else logging.DEBUG
@@ -55,13 +72,16 @@ class Job:
 class Scheduler(ABC):
     """Runs a flow's periodic jobs."""
 
-    def __init__(self, owner: str) -> None:
+    def __init__(self, owner: str, cpu_clock: Callable[[], float] = time.process_time) -> None:
         self.owner = owner
         self.jobs: dict[str, Job] = {}
+        self._cpu_clock = cpu_clock
 
-    def add(self, name: str, interval_s: float, run: Callable[[], None], timeout_s: float) -> Job:
-        """Schedule ``run`` every ``interval_s`` (the first run at once)."""
-        job = Job(name, interval_s, run, timeout_s)
+    def add(self, name: str, interval_s: float, run: Callable[[], None], timeout_s: float,
+            cpu_share: float | None = None) -> Job:
+        """Schedule ``run`` every ``interval_s`` (the first run at once); with ``cpu_share``, less often when
+        its runs would take more than that share of a core."""
+        job = Job(name, interval_s, run, timeout_s, cpu_share, cpu_clock=self._cpu_clock)
         self.jobs[name] = job
         self._started(job)
         return job
@@ -101,7 +121,7 @@ class ThreadScheduler(Scheduler):
         while not self._stop.is_set():
             started = self._clock()
             job.run_once(self._clock, self.owner)
-            wake.wait(max(0.0, job.interval_s - (self._clock() - started)))
+            wake.wait(max(0.0, job.period_s - (self._clock() - started)))
             wake.clear()
 
     def run_now(self, name: str) -> None:
@@ -122,8 +142,8 @@ class ThreadScheduler(Scheduler):
 class ManualScheduler(Scheduler):
     """Runs due jobs inline, when :meth:`run_due` is called with the time (unit tests)."""
 
-    def __init__(self, owner: str, clock: Callable[[], float]) -> None:
-        super().__init__(owner)
+    def __init__(self, owner: str, clock: Callable[[], float], cpu_clock: Callable[[], float] | None = None) -> None:
+        super().__init__(owner, cpu_clock or clock)
         self._clock = clock
 
     def _started(self, job: Job) -> None:
@@ -134,14 +154,14 @@ class ManualScheduler(Scheduler):
         job = self.jobs.get(name)
         if job is not None:
             job.run_once(self._clock, self.owner)
-            job._next_at = self._clock() + job.interval_s
+            job._next_at = self._clock() + job.period_s
 
     def run_due(self, now: float) -> None:
         """Run every job whose time has come."""
         for job in list(self.jobs.values()):
             if now >= job._next_at:
-                job._next_at = now + job.interval_s
                 job.run_once(self._clock, self.owner)
+                job._next_at = now + job.period_s
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Nothing runs on its own."""

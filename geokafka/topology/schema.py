@@ -287,7 +287,9 @@ class Rpo(_Model):
     observe_ms: int = Field(250, ge=50, le=60_000, description=(
         "how often a running mirror reads the source's end offsets (one ListOffsets request per broker) and "
         "keeps them on the target: after a disaster, records written since the last look can only be bounded, "
-        "at the source's peak write rate, so a shorter interval keeps the RPO interval narrow"))
+        "at the source's peak write rate, so a shorter interval keeps the RPO interval narrow. Looking takes "
+        "at most 2% of a core: at thousands of partitions (a few microseconds of CPU each per look) the "
+        "mirror looks less often than this, says so once, and every RPO figure carries the look's age"))
 
 
 class StretchDC(_Model):

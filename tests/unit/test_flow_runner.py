@@ -274,6 +274,31 @@ def test_a_job_that_hangs_delays_neither_the_flows_loop_nor_its_other_jobs() -> 
         scheduler.close()
 
 
+def test_a_job_with_a_cpu_share_runs_less_often_when_its_runs_cost_more() -> None:
+    now, cpu = [0.0], [0.0]
+    cost = {"each": 0.001}
+
+    def look() -> None:
+        cpu[0] += cost["each"]
+
+    scheduler = ManualScheduler("flow f", lambda: now[0], cpu_clock=lambda: cpu[0])
+    job = scheduler.add("observe", 0.25, look, timeout_s=1.0, cpu_share=0.02)
+
+    def runs_in(seconds: float) -> int:
+        before, end = job.runs, now[0] + seconds
+        while now[0] < end:
+            now[0] = round(now[0] + 0.05, 3)
+            scheduler.run_due(now[0])
+        return job.runs - before
+
+    assert runs_in(10.0) == 40  # 1 ms a look: every 250 ms, as asked (0.4% of a core)
+    cost["each"] = 0.025  # thousands of partitions: 25 ms a look
+    assert runs_in(10.0) in (8, 9)  # every 1.25 s: 2% of a core
+    assert job.period_s == pytest.approx(1.25)
+    cost["each"] = 0.001
+    assert runs_in(10.0) in (39, 40)  # cheap again: as asked again
+
+
 def test_one_flows_unexpected_failure_is_that_flows_state_not_the_processes() -> None:
     stop = threading.Event()
     broken, healthy = Harness([None]), Harness([None])

@@ -12,8 +12,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, IsolationLevel, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import OffsetSpec
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 
 from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.state_records import TopicPartitionKey
@@ -190,13 +189,4 @@ def end_offsets(
     wanted = sorted(set(partitions))
     if not wanted:
         return {}
-    latest = OffsetSpec.latest()
-    level = IsolationLevel.READ_COMMITTED if committed_only else IsolationLevel.READ_UNCOMMITTED
-    futures = admin.raw.list_offsets(
-        {TopicPartition(t, p): latest for t, p in wanted}, isolation_level=level, request_timeout=admin.timeout_s
-    )
-    try:
-        return {(tp.topic, tp.partition): int(f.result().offset) for tp, f in futures.items()}
-    except KafkaException as exc:
-        raise_mapped(admin.conn, f"reading end offsets of {', '.join(sorted({t for t, _ in wanted}))}", exc)
-        return {}
+    return admin.offsets(wanted, committed=committed_only)
