@@ -21,9 +21,9 @@ import json
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -61,6 +61,7 @@ _STATE_CONFIGS = {
 }
 
 F = TypeVar("F", bound=FlowRecord)
+R = TypeVar("R")
 STALL_S = 3.0
 """A read whose consumer's position has not moved for this long, short of the end, starts a new consumer."""
 Value = dict[str, Any]
@@ -93,7 +94,12 @@ class StateSnapshot:
     """Key -> its latest value as written (JSON), for every key not deleted."""
     offsets: dict[str, int] = field(default_factory=dict)
     end_offset: int = 0
-    _decoded: dict[str, Value] = field(default_factory=dict, repr=False)
+    _decoded: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)
+    """Key -> (the offset it was read at, its decoded value), shared by a store's snapshot and every copy of
+    it: an entry serves whichever snapshot holds the key at that offset, so a repeated read (a heartbeat,
+    `status` every few seconds) decodes only what changed since."""
+    _typed: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)
+    """Key -> (offset, typed record) of the per-item records (progress, checkpoints), shared the same way."""
 
     @property
     def values(self) -> Mapping[str, Value]:
@@ -102,14 +108,15 @@ class StateSnapshot:
 
     def value(self, key: str) -> Value | None:
         """The latest value of ``key``, None when it has none."""
-        cached = self._decoded.get(key)
-        if cached is not None:
-            return cached
         encoded = self.raw.get(key)
         if encoded is None:
             return None
+        offset = self.offsets.get(key, -1)
+        cached = self._decoded.get(key)
+        if cached is not None and cached[0] == offset:
+            return cast(Value, cached[1])
         decoded: Value = json.loads(encoded)
-        self._decoded[key] = decoded
+        self._decoded[key] = (offset, decoded)
         return decoded
 
     def _items(self, kind: str, flow: str) -> Iterator[tuple[str, Value]]:
@@ -119,6 +126,21 @@ class StateSnapshot:
             if value is not None:
                 yield key[len(prefix):], value
 
+    def _records(self, kind: str, flow: str, decode: Callable[[str, Value], R]) -> Iterator[R]:
+        """The flow's per-item records of ``kind``, each decoded once per offset (see ``_typed``)."""
+        prefix = flow_prefix(kind, flow)
+        for key in [k for k in self.raw if k.startswith(prefix)]:
+            offset = self.offsets.get(key, -1)
+            cached = self._typed.get(key)
+            if cached is not None and cached[0] == offset:
+                yield cast(R, cached[1])
+                continue
+            value = self.value(key)
+            if value is not None:
+                record = decode(key[len(prefix):], value)
+                self._typed[key] = (offset, record)
+                yield record
+
     def keys_of(self, kind: str, flow: str) -> list[str]:
         """Every key of a per-item record kind of one flow (``checkpoint``, ``progress``, ...)."""
         prefix = flow_prefix(kind, flow)
@@ -126,7 +148,7 @@ class StateSnapshot:
 
     def progress_records(self, flow: str) -> dict[tuple[str, int], Progress]:
         """(source topic, partition) -> its progress record, for one flow."""
-        records = (Progress.decode(flow, rest, value) for rest, value in self._items(Progress.KIND, flow))
+        records = self._records(Progress.KIND, flow, lambda rest, value: Progress.decode(flow, rest, value))
         return {(r.topic, r.partition): r for r in records}
 
     def progress(self, flow: str) -> dict[tuple[str, int], int]:
@@ -188,7 +210,7 @@ class StateSnapshot:
 
     def checkpoints(self, flow: str) -> dict[str, GroupCheckpoint]:
         """group -> the flow's checkpoint of it."""
-        records = (GroupCheckpoint.decode(flow, rest, value) for rest, value in self._items(GroupCheckpoint.KIND, flow))
+        records = self._records(GroupCheckpoint.KIND, flow, lambda rest, value: GroupCheckpoint.decode(flow, rest, value))
         return {r.group: r for r in records}
 
     def topic_ids(self, flow: str) -> dict[str, str]:
@@ -197,8 +219,9 @@ class StateSnapshot:
 
     def apply(self, key: str, value: bytes | None, offset: int) -> None:
         """One record read from the log, in order (None: the key was deleted)."""
-        self._decoded.pop(key, None)
         if value is None:
+            self._decoded.pop(key, None)
+            self._typed.pop(key, None)
             self.raw.pop(key, None)
         else:
             self.raw[key] = value
@@ -207,7 +230,7 @@ class StateSnapshot:
 
     def copy(self) -> StateSnapshot:
         """A snapshot that later reads of its store leave as it is."""
-        return StateSnapshot(dict(self.raw), dict(self.offsets), self.end_offset, dict(self._decoded))
+        return StateSnapshot(dict(self.raw), dict(self.offsets), self.end_offset, self._decoded, self._typed)
 
 
 def encode_value(value: Mapping[str, Any] | None) -> bytes | None:

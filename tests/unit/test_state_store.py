@@ -69,6 +69,22 @@ def test_the_latest_value_of_a_key_wins_and_offsets_say_where_it_was_read() -> N
     assert snap.progress_offset("f", "t", 0) == 2 and snap.end_offset == 3
 
 
+def test_a_snapshot_keeps_what_it_read_while_later_reads_see_the_changes() -> None:
+    # decoded values are shared between reads (each decoded once per offset): never across a change
+    store = InMemoryStateStore()
+    store.write(Progress("f", "t", 0, 10), GroupCheckpoint("f", "g", {("t", 0): 5}, 1), GroupCheckpoint("f", "h", {}, 1))
+    before = store.read()
+    assert before.progress("f") == {("t", 0): 10} and set(before.checkpoints("f")) == {"g", "h"}
+    store.write(Progress("f", "t", 0, 20), GroupCheckpoint("f", "g", {("t", 0): 15}, 2))
+    store.delete(GroupCheckpoint.key_of("f", "h"))
+    after = store.read()
+    assert after.progress("f") == {("t", 0): 20}
+    assert after.checkpoints("f")["g"].offsets == {("t", 0): 15} and "h" not in after.checkpoints("f")
+    assert before.progress("f") == {("t", 0): 10}  # the earlier snapshot is unchanged
+    assert before.checkpoints("f")["g"].offsets == {("t", 0): 5} and "h" in before.checkpoints("f")
+    assert store.read().checkpoints("f") == after.checkpoints("f")
+
+
 def test_set_role_records_the_role_and_shows_it_as_the_flow_state() -> None:
     store = InMemoryStateStore()
     store.set_flow_state("f", "running", written=3)
