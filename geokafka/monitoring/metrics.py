@@ -41,7 +41,7 @@ from geokafka.guard.summary import GuardStatus
 from geokafka.monitoring.status import StatusReport
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-STATES = ("running", "retrying", "stopped", "error", "failed-over", "down", "source-unreachable",
+STATES = ("starting", "running", "retrying", "stopped", "error", "failed-over", "down", "source-unreachable",
           "not-started", "state-unavailable")
 _PART = ["flow", "topic", "partition"]
 

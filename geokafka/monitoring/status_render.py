@@ -12,7 +12,7 @@ from geokafka.guard.summary import GuardStatus
 from geokafka.monitoring.status import LIVE_STATES, FlowStatus, StatusReport
 
 _STATE_STYLE = {
-    "running": "bold green", "retrying": "bold yellow", "stopped": "yellow", "not-started": "dim",
+    "starting": "green", "running": "bold green", "retrying": "bold yellow", "stopped": "yellow", "not-started": "dim",
     "error": "bold red", "down": "bold red", "source-unreachable": "bold red", "failed-over": "bold magenta",
     "state-unavailable": "bold red",
 }

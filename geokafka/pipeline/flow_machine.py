@@ -27,6 +27,14 @@ class FlowMachine:
     restarts: int = 0
     """Query restarts after a failure or a change (not failed starts)."""
 
+    @property
+    def shown(self) -> FlowState:
+        """The state to show: ``starting`` while a start is due or under way with no failure behind it (the
+        first start, or a restart for new partitions), ``retrying`` only after a failure."""
+        if self.status == FlowState.RETRYING and self.error is None:
+            return FlowState.STARTING
+        return self.status
+
     def start_due(self, now: float) -> bool:
         """A start should be tried now."""
         return self.status == FlowState.RETRYING and self.backoff.due(now)

@@ -130,7 +130,7 @@ class FlowRunner:
     @property
     def status(self) -> FlowState:
         """The flow's state."""
-        return self.machine.status
+        return self.machine.shown
 
     @property
     def error(self) -> errors.GeokafkaError | None:
@@ -156,7 +156,7 @@ class FlowRunner:
     @property
     def recorded_state(self) -> str:
         """What the heartbeat records."""
-        return str(self.machine.status)
+        return str(self.machine.shown)
 
     @property
     def pairs(self) -> list[TopicPair]:
