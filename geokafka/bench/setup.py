@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
+from geokafka.control.admin import silent_logger
 from geokafka.topology import Topology, parse_topology
 
 SRC_PORT, DST_PORT = 24092, 25092
@@ -62,7 +64,8 @@ def bench_topology(state_dir: Path, topics: list[str] | None = None) -> Topology
 def _admin(bootstrap: str):  # type: ignore[no-untyped-def]
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    config: dict[str, Any] = {"logger": silent_logger(), "bootstrap.servers": bootstrap}
+    return AdminClient(config)
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -90,7 +93,8 @@ def load(bootstrap: str, topic: str, records: int, size: int, partitions: int) -
     from confluent_kafka import Producer
 
     create_topic(bootstrap, topic, partitions)
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 1_000_000,
+    producer = Producer({"logger": silent_logger(),
+                         "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 1_000_000,
                          "compression.type": "lz4", "queue.buffering.max.messages": 500_000})
     pool = os.urandom(size + 4096)
     headers: list[tuple[str, str | bytes | None]] = [("bench-h1", b"alpha"), ("bench-h2", b"0123456789")]
@@ -139,6 +143,7 @@ def _counter(bootstrap: str):  # type: ignore[no-untyped-def]
     from confluent_kafka import Consumer
 
     if bootstrap not in _COUNTERS:
-        _COUNTERS[bootstrap] = Consumer({"bootstrap.servers": bootstrap, "group.id": "geokafka-bench-counter",
+        _COUNTERS[bootstrap] = Consumer({"logger": silent_logger(), "bootstrap.servers": bootstrap,
+                                         "group.id": "geokafka-bench-counter",
                                          "enable.auto.commit": False})
     return _COUNTERS[bootstrap]

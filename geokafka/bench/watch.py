@@ -9,6 +9,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from geokafka.control.admin import silent_logger
+
 LAT_FORMAT = ">d8s"  # a probe record's value starts with its produce wall-clock time (s) and the probe's id
 LAT_HEAD = struct.calcsize(LAT_FORMAT)
 
@@ -56,7 +58,7 @@ class TargetCounter:
     def _run(self) -> None:
         from confluent_kafka import Consumer
 
-        consumer = Consumer({
+        consumer = Consumer({"logger": silent_logger(),
             "bootstrap.servers": self.bootstrap, "group.id": f"bench-count-{uuid.uuid4().hex[:8]}",
             "auto.offset.reset": "earliest", "enable.auto.commit": False, "isolation.level": "read_committed",
             "topic.metadata.refresh.interval.ms": 1000, "fetch.max.bytes": 64 * 1024 * 1024,
@@ -113,7 +115,7 @@ class FirstWritten:
     def _run(self) -> None:
         from confluent_kafka import Consumer
 
-        consumer = Consumer({
+        consumer = Consumer({"logger": silent_logger(),
             "bootstrap.servers": self.bootstrap, "group.id": f"bench-first-{uuid.uuid4().hex[:8]}",
             "auto.offset.reset": "earliest", "enable.auto.commit": False, "isolation.level": "read_uncommitted",
             "topic.metadata.refresh.interval.ms": 1000, "allow.auto.create.topics": False,
@@ -147,7 +149,7 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
     """
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    consumer = Consumer({
+    consumer = Consumer({"logger": silent_logger(),
         "bootstrap.servers": dst, "group.id": f"bench-lat-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "latest",
         "enable.auto.commit": False, "isolation.level": "read_committed", "fetch.wait.max.ms": 10,
         "fetch.min.bytes": 1,
@@ -166,7 +168,7 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
         ends.append(TopicPartition(dst_topic, p, high))
     consumer.assign(ends)
     consumer.consume(100, 0.5)
-    producer = Producer({"bootstrap.servers": src, "acks": "all", "linger.ms": 0})
+    producer = Producer({"logger": silent_logger(), "bootstrap.servers": src, "acks": "all", "linger.ms": 0})
     probe_id = uuid.uuid4().bytes[:8]
     warmup_id = uuid.uuid4().bytes[:8]
     lat: list[float] = []
