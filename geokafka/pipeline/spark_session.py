@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from geokafka.artifacts.jars import sink_jar, spark_kafka_jars
 from geokafka.artifacts.spark_home import spark_home
+from geokafka.infra.orphans import adopt_orphans, reap_orphans
 from geokafka.infra.processes import LATE_OPTIMIZING_JIT, extra_jvm_options
 from geokafka.pipeline.class_archive import java_options
 
@@ -141,10 +142,14 @@ def shutdown_spark(timeout_s: float = 5.0) -> None:
         with contextlib.suppress(Exception):  # a JVM that is gone already
             context.stop()
     proc = _gateway_process()
-    if proc is None or proc.poll() is not None:
-        return
+    if proc is not None and proc.poll() is None:
+        _end(proc, timeout_s)
+    reap_orphans()  # the launcher's helper the JVM never waited for
+
+
+def _end(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
     with contextlib.suppress(OSError):
-        proc.stdin.close()  # py4j's gateway exits when its stdin closes
+        proc.stdin.close()  # type: ignore[union-attr]  # py4j's gateway exits when its stdin closes
     for end in (proc.terminate, proc.kill):
         try:
             proc.wait(timeout_s)
@@ -169,6 +174,7 @@ def _start_context(builder: SparkSession.Builder) -> None:
         if SparkContext._active_spark_context is not None:
             return
     conf = SparkConf(loadDefaults=False).setAll(list(builder._options.items()))
+    adopt_orphans()
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
     threading.Thread(target=_forward, args=(gateway.proc.stderr,), name="spark-stderr", daemon=True).start()
     SparkContext(conf=conf, gateway=gateway)

@@ -52,8 +52,10 @@ def test_a_restart_after_kill_minus_nine_unblocks_read_committed_readers(base_to
                           for i in range(TOTAL)])
     topology = with_flows(base_topology, lso={"source": "east", "target": "west", "topics": [topic]})
     # one long transaction, committed only at its batch's end (30 s): a transaction is open for most of the copy
+    # (a caught-up group commits early by default: a copy done between two looks would leave nothing open)
     pipeline = topology.pipeline.model_copy(update={
         "realtime_batch_s": 30, "max_records_per_batch": TOTAL, "commit_interval_ms": 600_000,
+        "caught_up_commit_ms": 600_000,
         "producer_config": {"transaction.timeout.ms": str(TXN_TIMEOUT_MS)}})
     topology_file = tmp_path / "lso.yaml"
     topology_file.write_text(yaml.safe_dump(topology.model_copy(update={"pipeline": pipeline})

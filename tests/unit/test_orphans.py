@@ -1,0 +1,52 @@
+"""A command that started Spark adopts the orphans of its children and reaps them: Spark's launcher
+forks a helper and execs the JVM in its place, and that helper's zombie would otherwise outlive the JVM
+in the command's process group (on machines whose init does not reap)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's child subreaper")
+
+# a child that forks a helper (``true``), then becomes ``sleep``: sleep never waits for the helper, so the
+# helper is a zombie, and an orphan once sleep exits; the script prints the zombies it had, how many it
+# reaped and how many are left
+_SCRIPT = textwrap.dedent("""
+    import os, subprocess, sys
+    from pathlib import Path
+    from geokafka.infra.orphans import adopt_orphans, reap_orphans
+
+    def zombies():
+        found = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                state, ppid = stat.read_text().rsplit(")", 1)[1].split()[:2]
+            except (OSError, IndexError, ValueError):
+                continue
+            if state == "Z" and int(ppid) == os.getpid():
+                found.append(stat.parent.name)
+        return found
+
+    if sys.argv[1] == "adopt":
+        adopt_orphans()
+    subprocess.run(["bash", "-c", "true & exec sleep 0.3"], check=True)
+    before = zombies()
+    print(len(before), reap_orphans(), len(zombies()))
+""")
+
+
+def _run(mode: str) -> list[int]:
+    out = subprocess.run([sys.executable, "-c", _SCRIPT, mode], capture_output=True, text=True, timeout=30, check=True)
+    return [int(n) for n in out.stdout.split()]
+
+
+def test_an_adopted_orphan_is_reaped() -> None:
+    assert _run("adopt") == [1, 1, 0]
+
+
+def test_without_adoption_the_orphan_is_not_ours() -> None:
+    assert _run("plain") == [0, 0, 0]  # it went to init: the adoption above is what makes it ours
