@@ -159,7 +159,7 @@ class FlowJobs:
             self._said_observe_cost = True
             log.info("flow %s: a look at the source's %d partitions costs %.0f ms of CPU: looking every %.1f s instead "
                      "of every %g ms (rpo.observe_ms), to stay under %.0f%% of a core; every RPO figure says its age",
-                     self.name, sum(p.partitions for p in self.view.pairs), 1000 * job.last_cpu_s, job.period_s,
+                     self.name, sum(p.partitions for p in self.view.pairs), 1000 * job.cpu_cost_s, job.period_s,
                      1000 * job.interval_s, 100 * OBSERVE_CPU_SHARE)
 
     # -- topics ----------------------------------------------------------------------------

@@ -14,10 +14,14 @@ import logging
 import threading
 import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
+
+COST_RUNS = 8
+"""Runs a job's CPU cost is taken over (their least): other threads' bursts in the same process do not count."""
 
 
 @dataclass
@@ -25,8 +29,10 @@ class Job:
     """One periodic job: ``run`` every ``interval_s``, expected to take at most ``timeout_s``.
 
     With a ``cpu_share``, the job runs less often when it costs more: never more often than keeps the
-    CPU of its runs under that share of one core (the process's CPU time while it ran, which includes
-    the client threads working for it), whatever ``interval_s`` asks.
+    CPU of its runs under that share of one core, whatever ``interval_s`` asks. A run's cost is the
+    process's CPU time while it ran, which includes the client threads working for it, and also whatever
+    other threads of the process did meanwhile (another flow starting, a status read): the job's cost is
+    the least of its last :data:`COST_RUNS` runs, so only a cost every run pays stretches its period.
     """
 
     name: str
@@ -41,13 +47,19 @@ class Job:
     """Runs that took longer than ``timeout_s``."""
     cpu_clock: Callable[[], float] = field(default=time.process_time, repr=False)
     _next_at: float = field(default=0.0, repr=False)
+    _recent_cpu_s: deque[float] = field(default_factory=lambda: deque(maxlen=COST_RUNS), repr=False)
+
+    @property
+    def cpu_cost_s(self) -> float:
+        """CPU seconds a run costs: the least of the last :data:`COST_RUNS` runs (0 before the first)."""
+        return min(self._recent_cpu_s, default=0.0)
 
     @property
     def period_s(self) -> float:
         """The time from one run's start to the next's: ``interval_s``, or longer to keep to ``cpu_share``."""
         if self.cpu_share is None:
             return self.interval_s
-        return max(self.interval_s, self.last_cpu_s / self.cpu_share)
+        return max(self.interval_s, self.cpu_cost_s / self.cpu_share)
 
     def run_once(self, clock: Callable[[], float], owner: str) -> None:
         """Run now; an exception the job did not handle is logged, never raised (the job runs again)."""
@@ -62,6 +74,7 @@ class Job:
             self.runs += 1
             self.last_took_s = clock() - started
             self.last_cpu_s = max(0.0, self.cpu_clock() - cpu_started)
+            self._recent_cpu_s.append(self.last_cpu_s)
             if self.last_took_s > self.timeout_s:
                 self.long_runs += 1
                 level = logging.WARNING if self.long_runs == 1 else logging.DEBUG

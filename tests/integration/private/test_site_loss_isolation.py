@@ -117,9 +117,11 @@ class LagProbe:
         n = 0
         while not self._stop.wait(0.5):
             value = f"probe-{id(self)}-{n}".encode()
+            # dated before it is sent: a copy can arrive before this thread runs again after the flush (a probe
+            # not known yet when its copy is read would count as never arrived)
+            self.sent[value] = time.monotonic()
             self._producer.produce(self._topic, value, partition=n % PARTITIONS)
             self._producer.flush(10)
-            self.sent[value] = time.monotonic()
             n += 1
 
     def _read(self) -> None:
