@@ -100,8 +100,10 @@ def mirror(
             try:
                 spark = get_spark(master, "geokafka-mirror", pipeline.spark_conf, quick_jit=pipeline.jit == "quick")
             except Exception:
-                fatal = _jvm_failure()  # the JVM died as it started (out of memory, ...): say which, in one line
-                if fatal is not None and not stop.is_set():
+                # the JVM died as it started (out of memory, ...): say which, in one line; one that died of the
+                # stop signal (a service manager signals every process) is a clean stop
+                fatal = None if stop.is_set() else _jvm_failure(stop)
+                if fatal is not None:
                     for runner in runners:
                         runner.fail(fatal)
                     raise fatal from None
@@ -121,7 +123,7 @@ def mirror(
                     runner.spark = spark
                     runner.spark_ready.set()
             while spark is not None and not stop.is_set() and (deadline is None or time.monotonic() < deadline):
-                fatal = _jvm_failure()
+                fatal = _jvm_failure(stop)
                 if fatal is not None:
                     for runner in runners:
                         runner.fail(fatal)
@@ -152,15 +154,29 @@ def _wait_for(supervisors: list[FlowSupervisor], timeout_s: float) -> None:
     for supervisor in supervisors:
         supervisor.done.wait(max(0.0, deadline - time.monotonic()))
     late = [s.runner.name for s in supervisors if not s.done.is_set()]
+    for supervisor in supervisors:
+        if not supervisor.done.is_set():
+            # its start still waits on a cluster that does not answer: it ends as what it is (a flow that never
+            # replicated and was retrying is an error, with its reason), not as the state it was stopped in
+            supervisor.runner.machine.final_state()
     if late:
         log.warning("flows %s did not stop within %.0f s; their writers are fenced by the next start or by "
                     "failover", ", ".join(late), timeout_s)
 
 
-def _jvm_failure() -> errors.JvmFatalError | None:
-    """Spark's JVM ended under the flows (``-XX:+ExitOnOutOfMemoryError`` makes one out of memory do so)."""
+_STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+_OWN_SIGNAL_S = 1.0
+"""How long a JVM ended by SIGTERM or SIGINT waits for the same signal to reach this process (a service manager
+signals every process of the service: the JVM may see it first)."""
+
+
+def _jvm_failure(stop: threading.Event) -> errors.JvmFatalError | None:
+    """Spark's JVM ended under the flows (``-XX:+ExitOnOutOfMemoryError`` makes one out of memory do so); None
+    while it runs, or when a stop signal ended it and this process's stop follows."""
     code = jvm_exit()
     if code is None:
+        return None
+    if {-code, code - 128} & _STOP_SIGNALS and stop.wait(_OWN_SIGNAL_S):
         return None
     if code == 3:  # HotSpot's exit status after ExitOnOutOfMemoryError
         return errors.JvmFatalError(

@@ -434,3 +434,23 @@ def test_failed_starts_are_warned_once_per_kind_and_the_first_commit_after_them_
         ("WARNING", f"flow f: replication failed: west: request timed out {backoff}"),
         ("WARNING", "flow f: replication works again after 8 failures"),
     ]
+
+
+def test_a_flow_whose_start_outlasts_the_stop_ends_as_the_error_it_was_retrying() -> None:
+    """`mirror` stops while a start still waits on a cluster that does not answer (a DNS look-up, a closed port):
+    a flow that never replicated ends as an error with its reason (the command's exit code says so), not as
+    the retrying it was stopped in; one that had replicated is stopped."""
+    from types import SimpleNamespace
+
+    from geokafka.pipeline import mirror
+
+    unreachable = errors.ClusterUnreachableError("cluster east (no-such-host.invalid:9092) did not answer")
+    never, once = FlowMachine(), FlowMachine()
+    never.start_failed(unreachable, now=0.0)
+    once.started()
+    once.query_failed(unreachable, now=1.0)
+    late = [SimpleNamespace(done=threading.Event(), runner=SimpleNamespace(name=name, machine=machine))
+            for name, machine in (("never", never), ("once", once))]
+    mirror._wait_for(late, timeout_s=0.01)  # type: ignore[arg-type]
+    assert (never.shown, never.error) == (FlowState.ERROR, unreachable)
+    assert once.shown == FlowState.STOPPED

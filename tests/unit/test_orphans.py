@@ -13,10 +13,10 @@ import pytest
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's child subreaper")
 
 # a child that forks a helper (``true``), then becomes ``sleep``: sleep never waits for the helper, so the
-# helper is a zombie, and an orphan once sleep exits; the script prints the zombies it had, how many it
-# reaped and how many are left
+# helper is an orphan once sleep exits, then a zombie (on a busy machine it may still run when sleep exits);
+# the script prints the zombies it had, how many it reaped and how many are left
 _SCRIPT = textwrap.dedent("""
-    import os, subprocess, sys
+    import os, subprocess, sys, time
     from pathlib import Path
     from geokafka.infra.orphans import adopt_orphans, reap_orphans
 
@@ -31,22 +31,16 @@ _SCRIPT = textwrap.dedent("""
                 found.append(stat.parent.name)
         return found
 
-    if sys.argv[1] == "adopt":
-        adopt_orphans()
+    adopt_orphans()
     subprocess.run(["bash", "-c", "true & exec sleep 0.3"], check=True)
+    deadline = time.monotonic() + 20
+    while not zombies() and time.monotonic() < deadline:
+        time.sleep(0.01)
     before = zombies()
     print(len(before), reap_orphans(), len(zombies()))
 """)
 
 
-def _run(mode: str) -> list[int]:
-    out = subprocess.run([sys.executable, "-c", _SCRIPT, mode], capture_output=True, text=True, timeout=30, check=True)
-    return [int(n) for n in out.stdout.split()]
-
-
 def test_an_adopted_orphan_is_reaped() -> None:
-    assert _run("adopt") == [1, 1, 0]
-
-
-def test_without_adoption_the_orphan_is_not_ours() -> None:
-    assert _run("plain") == [0, 0, 0]  # it went to init: the adoption above is what makes it ours
+    out = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True, timeout=60, check=True)
+    assert [int(n) for n in out.stdout.split()] == [1, 1, 0]
