@@ -22,7 +22,7 @@ from geokafka.control.state_store import release_state_producers
 from geokafka.infra.signals import stop_on_signals
 from geokafka.pipeline.runner import FlowRunner
 from geokafka.pipeline.slots import groups_per_flow, master_with_slots, task_slots
-from geokafka.pipeline.spark_session import get_spark, jvm_exit, spark_jvm
+from geokafka.pipeline.spark_session import get_spark, jvm_exit, kill_spark
 from geokafka.topology.schema import Topology
 
 TickCallback = Callable[[list[FlowRunner]], None]
@@ -187,12 +187,7 @@ def _jvm_failure(stop: threading.Event) -> errors.JvmFatalError | None:
 
 def _stop_at_once() -> None:
     """A second SIGINT/SIGTERM: end Spark's JVM and this process now (the next start fences the writers)."""
-    jvm = spark_jvm()
-    if jvm is not None:
-        try:
-            os.kill(jvm, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    kill_spark()
     os._exit(130)
 
 

@@ -120,12 +120,6 @@ def _gateway_process() -> Any:
     return None if gateway is None else getattr(gateway, "proc", None)
 
 
-def spark_jvm() -> int | None:
-    """The pid of this interpreter's Spark JVM, or None when none was started."""
-    proc = _gateway_process()
-    return None if proc is None else int(proc.pid)
-
-
 def jvm_exit() -> int | None:
     """The exit status of this interpreter's Spark JVM once it ended, None while it runs (or none started)."""
     proc = _gateway_process()
@@ -145,6 +139,18 @@ def shutdown_spark(timeout_s: float = 5.0) -> None:
     if proc is not None and proc.poll() is None:
         _end(proc, timeout_s)
     reap_orphans()  # the launcher's helper the JVM never waited for
+
+
+def kill_spark(timeout_s: float = 2.0) -> None:
+    """End this interpreter's Spark JVM at once (SIGKILL) and reap it and the launcher's helper, so that a
+    process about to exit leaves no zombie behind; waits at most ``timeout_s`` for the JVM to go."""
+    proc = _gateway_process()
+    if proc is not None and proc.poll() is None:
+        with contextlib.suppress(OSError):
+            proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout_s)
+    reap_orphans()
 
 
 def _end(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
