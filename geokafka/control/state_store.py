@@ -388,8 +388,12 @@ class KafkaStateStore(StateStore):
                     self._snapshot.apply(key, msg.value(), offset)
             self._snapshot.end_offset = max(self._snapshot.end_offset, target)
         except KafkaException as exc:
+            # the next read starts new clients where the snapshot ends: kept ones can hold metadata from before a
+            # broker restart (librdkafka refreshes it every 5 minutes; seen: FENCED_LEADER_EPOCH from every read
+            # for 5 minutes after a target broker was killed and restarted)
+            self._drop_consumer()
+            self._admin = None
             if exc.args and exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
-                self._drop_consumer()  # the next read assigns a new one, once the topic exists
                 return  # no state topic yet: nothing replicated, nothing decided
             raise_mapped(self.conn, f"reading {STATE_TOPIC}", exc)
 
