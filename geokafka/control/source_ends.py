@@ -51,17 +51,7 @@ def end_offsets(admin: ClusterAdmin, partitions: Sequence[TopicPartitionKey],
     Raises a :class:`~geokafka.errors.GeokafkaError` when any partition has no answer within
     ``timeout_s`` (a partition without a leader, a broker that is gone): a look is whole or failed.
     """
-    return partition_offsets(admin, partitions, timeout_s=timeout_s)
-
-
-def partition_offsets(admin: ClusterAdmin, partitions: Sequence[TopicPartitionKey], *, earliest: bool = False,
-                      committed: bool = True, timeout_s: float = OBSERVE_TIMEOUT_S) -> dict[TopicPartitionKey, int]:
-    """(topic, partition) -> log start (``earliest``) or end offset, in one ListOffsets request per broker.
-
-    The end is the last stable offset with ``committed`` (what a read_committed reader reaches),
-    the high watermark without. Every partition answers, or a GeokafkaError says which did not.
-    """
-    return admin.offsets(partitions, earliest=earliest, committed=committed, timeout_s=timeout_s)
+    return admin.offsets(partitions, timeout_s=timeout_s)
 
 
 @dataclass

@@ -342,10 +342,7 @@ class KafkaStateStore(StateStore):
     def close(self) -> None:
         """Close the consumer (a later read opens a new one and reads everything again)."""
         with self._lock:
-            if self._consumer is not None:
-                with contextlib.suppress(KafkaException, RuntimeError):
-                    self._consumer.close()
-            self._consumer, self._admin = None, None
+            self._drop_clients()
             self._snapshot = StateSnapshot()
 
     def _catch_up(self, settle: bool, timeout_s: float) -> None:
@@ -362,9 +359,9 @@ class KafkaStateStore(StateStore):
                 consumer.assign([TopicPartition(STATE_TOPIC, 0, 0)])
             deadline = time.monotonic() + timeout_s
             moved_at, last = time.monotonic(), self._position(consumer, tp)
-            while self._position(consumer, tp) < target:
-                if self._position(consumer, tp) != last:
-                    moved_at, last = time.monotonic(), self._position(consumer, tp)
+            while (position := self._position(consumer, tp)) < target:
+                if position != last:
+                    moved_at, last = time.monotonic(), position
                 elif time.monotonic() - moved_at > STALL_S:
                     # a consumer assigned before the topic existed waits for a metadata refresh (minutes):
                     # start a new one where the snapshot ends
@@ -391,8 +388,7 @@ class KafkaStateStore(StateStore):
             # the next read starts new clients where the snapshot ends: kept ones can hold metadata from before a
             # broker restart (librdkafka refreshes it every 5 minutes; seen: FENCED_LEADER_EPOCH from every read
             # for 5 minutes after a target broker was killed and restarted)
-            self._drop_consumer()
-            self._admin = None
+            self._drop_clients()
             if exc.args and exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
                 return  # no state topic yet: nothing replicated, nothing decided
             raise_mapped(self.conn, f"reading {STATE_TOPIC}", exc)
@@ -406,6 +402,10 @@ class KafkaStateStore(StateStore):
             with contextlib.suppress(KafkaException, RuntimeError):
                 self._consumer.close()
         self._consumer = None
+
+    def _drop_clients(self) -> None:
+        self._drop_consumer()
+        self._admin = None
 
     def _consumer_at(self, timeout_s: float) -> Consumer:
         if self._consumer is None:

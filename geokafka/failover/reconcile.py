@@ -29,7 +29,6 @@ from geokafka.control.naming import policy_for
 from geokafka.control.offsets._groups_io import committed_offsets, list_group_ids
 from geokafka.control.rpo import RpoInterval
 from geokafka.control.selection import select_groups, select_topics
-from geokafka.control.source_ends import partition_offsets
 from geokafka.control.state_records import LossAccount, Role, TopicPartitionKey
 from geokafka.control.state_store import StateSnapshot, state_store
 from geokafka.errors import ClusterUnreachableError, FlowStateError
@@ -176,9 +175,9 @@ def _stranded_ranges(topology: Topology, flow_name: str, source: ClusterAdmin, s
         notes.append(f"{len(never)} partition(s) never replicated (start: latest): where the flow would have started "
                      "is unknown, so they are not counted")
         partitions = [tp for tp in partitions if tp in positions]
-    starts = partition_offsets(source, partitions, earliest=True, timeout_s=source.timeout_s)
-    ends = partition_offsets(source, partitions, timeout_s=source.timeout_s)
-    highs = partition_offsets(source, partitions, committed=False, timeout_s=source.timeout_s)
+    starts = source.offsets(partitions, earliest=True)
+    ends = source.offsets(partitions)
+    highs = source.offsets(partitions, committed=False)
     return [StrandedRange(t, p, policy.remote_topic(flow.source, t), positions.get((t, p), 0), starts[(t, p)],
                           ends[(t, p)], highs[(t, p)]) for t, p in partitions]
 

@@ -42,7 +42,6 @@ class Job:
     cpu_share: float | None = None
     runs: int = 0
     last_took_s: float = 0.0
-    last_cpu_s: float = 0.0
     long_runs: int = 0
     """Runs that took longer than ``timeout_s``."""
     cpu_clock: Callable[[], float] = field(default=time.process_time, repr=False)
@@ -73,8 +72,7 @@ class Job:
         finally:
             self.runs += 1
             self.last_took_s = clock() - started
-            self.last_cpu_s = max(0.0, self.cpu_clock() - cpu_started)
-            self._recent_cpu_s.append(self.last_cpu_s)
+            self._recent_cpu_s.append(max(0.0, self.cpu_clock() - cpu_started))
             if self.last_took_s > self.timeout_s:
                 self.long_runs += 1
                 level = logging.WARNING if self.long_runs == 1 else logging.DEBUG
