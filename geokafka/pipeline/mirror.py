@@ -153,15 +153,14 @@ def _wait_for(supervisors: list[FlowSupervisor], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     for supervisor in supervisors:
         supervisor.done.wait(max(0.0, deadline - time.monotonic()))
-    late = [s.runner.name for s in supervisors if not s.done.is_set()]
-    for supervisor in supervisors:
-        if not supervisor.done.is_set():
-            # its start still waits on a cluster that does not answer: it ends as what it is (a flow that never
-            # replicated and was retrying is an error, with its reason), not as the state it was stopped in
-            supervisor.runner.machine.final_state()
+    late = [s.runner for s in supervisors if not s.done.is_set()]
+    for runner in late:
+        # its start still waits on a cluster that does not answer: it ends as what it is (a flow that never
+        # replicated and was retrying is an error, with its reason), not as the state it was stopped in
+        runner.machine.final_state()
     if late:
         log.warning("flows %s did not stop within %.0f s; their writers are fenced by the next start or by "
-                    "failover", ", ".join(late), timeout_s)
+                    "failover", ", ".join(r.name for r in late), timeout_s)
 
 
 _STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
