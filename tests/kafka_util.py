@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from geokafka.control.connection import ClusterConnection
+
+T = TypeVar("T")
 
 # four workers, and a spare for the worker pytest-xdist starts in place of one that crashed
 # (gw4: the crashed worker's clusters may still hold its ports)
@@ -108,6 +112,30 @@ def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float = 30.0)
             if not passing or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+_COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                       KafkaError.COORDINATOR_NOT_AVAILABLE}
+
+
+def coordinator_retrying(call: Callable[[], T], timeout_s: float = 30.0) -> T:
+    """``call()`` (a group's commit or committed offsets), waiting out a group coordinator that is still moving
+    or loading (freshly started clusters, a busy machine) and other retriable errors."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            busy = error is not None and (error.code() in _COORDINATOR_MOVING or error.retriable())
+            if not busy or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def commit_retrying(consumer: Consumer, offsets: list[TopicPartition]) -> None:
+    """Commit ``offsets`` for ``consumer``'s group, waiting out a coordinator that is still moving."""
+    coordinator_retrying(lambda: consumer.commit(offsets=offsets, asynchronous=False))
 
 
 def numbered_records(n: int, partitions: int, start: int = 0, *, size: int = 10,

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from kafka_util import create_topic, produce
+from kafka_util import commit_retrying, coordinator_retrying, create_topic, produce
 from pipeline_util import running_mirror, with_flows
 
 from geokafka.failover.failback import failback
@@ -33,7 +33,7 @@ def consume(conn, topic: str, group: str, per_partition: int) -> list[bytes]:
     consumer = Consumer(conn.librdkafka(**{"group.id": group, "enable.auto.commit": False,
                                            "auto.offset.reset": "earliest"}))
     tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-    committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=15)}
+    committed = {tp.partition: tp.offset for tp in coordinator_retrying(lambda: consumer.committed(tps, timeout=15))}
     consumer.assign([TopicPartition(topic, p, committed[p]) if committed[p] >= 0 else TopicPartition(topic, p, -2)
                      for p in range(PARTITIONS)])
     got: dict[int, list] = {p: [] for p in range(PARTITIONS)}
@@ -44,8 +44,8 @@ def consume(conn, topic: str, group: str, per_partition: int) -> list[bytes]:
             continue
         got[msg.partition()].append(msg)
     assert all(len(v) == per_partition for v in got.values()), {p: len(v) for p, v in got.items()}
-    consumer.commit(offsets=[TopicPartition(topic, p, msgs[-1].offset() + 1) for p, msgs in got.items() if msgs],
-                    asynchronous=False)
+    offsets = [TopicPartition(topic, p, msgs[-1].offset() + 1) for p, msgs in got.items() if msgs]
+    commit_retrying(consumer, offsets)
     consumer.close()
     return [m.value() for msgs in got.values() for m in msgs]
 
@@ -55,7 +55,7 @@ def would_read(conn, topic: str, group: str) -> dict[int, list[bytes]]:
     consumer = Consumer(conn.librdkafka(**{"group.id": group, "enable.auto.commit": False,
                                            "auto.offset.reset": "earliest", "enable.partition.eof": True}))
     tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-    committed = {tp.partition: tp.offset for tp in consumer.committed(tps, timeout=15)}
+    committed = {tp.partition: tp.offset for tp in coordinator_retrying(lambda: consumer.committed(tps, timeout=15))}
     consumer.assign([TopicPartition(topic, p, committed[p] if committed[p] >= 0 else -2) for p in range(PARTITIONS)])
     got: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
     done: set[int] = set()

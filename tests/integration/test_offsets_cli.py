@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from kafka_util import create_topic, produce
+from confluent_kafka import Consumer, TopicPartition
+from kafka_util import commit_retrying, create_topic, produce
 
 from geokafka.cli.main import cli
 from geokafka.control.connection import ClusterConnection
@@ -20,8 +19,6 @@ from geokafka.control.provenance import SOURCE_HEADER, SourcePosition
 from geokafka.topology.schema import Cluster, Flow, Topology
 
 pytestmark = pytest.mark.integration
-
-_BUSY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
 
 
 def write_topology(path: Path, topology: Topology) -> Path:
@@ -98,17 +95,3 @@ def test_translate_errors_are_one_line_with_exit_codes(
     assert gone.exit_code == 4
     assert gone.stderr.startswith(f"ClusterUnreachableError: cluster west (127.0.0.1:{dead_port}) is not reachable")
     assert gone.stderr.count("\n") == 1
-
-
-def commit_retrying(consumer: Consumer, offsets: list[TopicPartition]) -> None:
-    """Commit, waiting out a group coordinator that is still moving (freshly started clusters)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            consumer.commit(offsets=offsets, asynchronous=False)
-            return
-        except KafkaException as exc:
-            busy = exc.args[0].code() in _BUSY or exc.args[0].retriable()
-            if not busy or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)

@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from kafka_util import Rec, create_topic, read_all
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from kafka_util import Rec, commit_retrying, create_topic, read_all
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
@@ -27,7 +27,6 @@ from geokafka.topology.schema import Cluster, Flow, Topology
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 3
-_BUSY = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE}
 
 
 def with_flow(base: Topology, name: str, **spec: object) -> Topology:
@@ -316,17 +315,3 @@ def join_group(conn: ClusterConnection, topic: str, group: str) -> Consumer:
         consumer.poll(0.2)
     assert consumer.assignment(), "consumer never joined"
     return consumer
-
-
-def commit_retrying(consumer: Consumer, offsets: list[TopicPartition]) -> None:
-    """Commit, waiting out a group coordinator that is still moving (freshly started clusters)."""
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            consumer.commit(offsets=offsets, asynchronous=False)
-            return
-        except KafkaException as exc:
-            busy = exc.args[0].code() in _BUSY or exc.args[0].retriable()
-            if not busy or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
