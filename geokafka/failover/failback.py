@@ -32,6 +32,7 @@ from geokafka.errors import FlowStateError
 from geokafka.failover.failover import FailoverReport, failover
 from geokafka.failover.reconcile import ReconcileReport, reconcile
 from geokafka.infra.threads import in_thread
+from geokafka.pipeline.schedule import FlowState
 from geokafka.topology.schema import Flow, Topology
 
 FAILBACK_STEPS = [
@@ -124,8 +125,11 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
         pending: list[Future[Any]] = [promoting, mirroring]
         wait(pending, return_when=FIRST_COMPLETED)
         if not promoting.done():
-            mirroring.result()  # the reverse flow's mirror ended first: its own error, not the promote's time-out
-            raise FlowStateError(f"the reverse flow {reverse} stopped before it caught up")
+            # the reverse flow's mirror ended first: its own error, not the promote's time-out; or the promote fenced
+            # the flow and recorded it failed over, which its mirror saw before the promote returned
+            runners = mirroring.result()
+            if not any(r.status == FlowState.FAILED_OVER for r in runners):
+                raise FlowStateError(f"the reverse flow {reverse} stopped before it caught up")
         report.promote = promoting.result()
     finally:
         stop.set()
