@@ -130,11 +130,15 @@ class LagProbe:
                 if msg.error() is None and msg.value() in self.sent:
                     self.lag[msg.value()] = time.monotonic() - self.sent[msg.value()]
 
-    def worst_lag_s(self, since: float, until: float) -> float:
-        """The largest lag of the probes sent in [since, until - 2 s] (one not arrived counts as its age)."""
+    def worst_lag_s(self, since: float, until: float) -> tuple[float, str]:
+        """The largest lag of the probes sent in [since, until - 2 s] (one not arrived counts as its age), and
+        the late probes (over LAG_S) as "sent at +s: lag" from ``since``, for the failure's message."""
         now = time.monotonic()
         due = [v for v, at in list(self.sent.items()) if since <= at <= until - LAG_S]
-        return max((self.lag.get(v, now - self.sent[v]) for v in due), default=0.0)
+        lags = {v: self.lag.get(v, now - self.sent[v]) for v in due}
+        late = ", ".join(f"+{self.sent[v] - since:.1f}: {lag:.1f}{'' if v in self.lag else ' (never)'}"
+                         for v, lag in lags.items() if lag >= LAG_S)
+        return max(lags.values(), default=0.0), late
 
     def stop(self) -> None:
         self._stop.set()
@@ -179,8 +183,8 @@ def test_a_lost_source_site_never_slows_the_healthy_flows(with_north, local_clus
                     assert dead.state == "source-unreachable" and not dead.source_reachable, dead.state
                 checks += 1
             for site in healthy:  # every probe of the outage arrived within LAG_S
-                worst = probes[site].worst_lag_s(killed, time.monotonic())
-                assert worst < LAG_S, f"{site}-west lagged {worst:.1f} s during the outage"
+                worst, late = probes[site].worst_lag_s(killed, time.monotonic())
+                assert worst < LAG_S, f"{site}-west lagged {worst:.1f} s during the outage (late probes {late})"
                 probes[site].stop()
             assert checks >= 5
             start_cluster(local_clusters["east"], timeout_s=180)
