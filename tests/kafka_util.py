@@ -114,20 +114,22 @@ def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float = 30.0)
             time.sleep(0.2)
 
 
-_COORDINATOR_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                       KafkaError.COORDINATOR_NOT_AVAILABLE}
+_MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
+           KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
+"""A group coordinator or a partition leader still moving, loading or being elected: gone in moments."""
 
 
-def coordinator_retrying(call: Callable[[], T], timeout_s: float = 30.0) -> T:
-    """``call()`` (a group's commit or committed offsets), waiting out a group coordinator that is still moving
-    or loading (freshly started clusters, a busy machine) and other retriable errors."""
+def retrying_while_moving(call: Callable[[], T], timeout_s: float = 30.0) -> T:
+    """``call()`` (a group's commit or committed offsets, a partition's watermarks), waiting out a coordinator or
+    leader that is still moving (freshly started clusters or partitions, a busy machine) and other retriable
+    errors."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             return call()
         except KafkaException as exc:
             error = exc.args[0] if exc.args else None
-            busy = error is not None and (error.code() in _COORDINATOR_MOVING or error.retriable())
+            busy = error is not None and (error.code() in _MOVING or error.retriable())
             if not busy or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
@@ -135,7 +137,7 @@ def coordinator_retrying(call: Callable[[], T], timeout_s: float = 30.0) -> T:
 
 def commit_retrying(consumer: Consumer, offsets: list[TopicPartition]) -> None:
     """Commit ``offsets`` for ``consumer``'s group, waiting out a coordinator that is still moving."""
-    coordinator_retrying(lambda: consumer.commit(offsets=offsets, asynchronous=False))
+    retrying_while_moving(lambda: consumer.commit(offsets=offsets, asynchronous=False))
 
 
 def numbered_records(n: int, partitions: int, start: int = 0, *, size: int = 10,

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
-from kafka_util import commit_retrying, coordinator_retrying, create_topic, produce
+from kafka_util import commit_retrying, create_topic, produce, retrying_while_moving
 from pipeline_util import running_mirror, with_flows
 
 from geokafka.failover.failback import failback
@@ -33,7 +33,7 @@ def consume(conn, topic: str, group: str, per_partition: int) -> list[bytes]:
     consumer = Consumer(conn.librdkafka(**{"group.id": group, "enable.auto.commit": False,
                                            "auto.offset.reset": "earliest"}))
     tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-    committed = {tp.partition: tp.offset for tp in coordinator_retrying(lambda: consumer.committed(tps, timeout=15))}
+    committed = {tp.partition: tp.offset for tp in retrying_while_moving(lambda: consumer.committed(tps, timeout=15))}
     consumer.assign([TopicPartition(topic, p, committed[p]) if committed[p] >= 0 else TopicPartition(topic, p, -2)
                      for p in range(PARTITIONS)])
     got: dict[int, list] = {p: [] for p in range(PARTITIONS)}
@@ -55,7 +55,7 @@ def would_read(conn, topic: str, group: str) -> dict[int, list[bytes]]:
     consumer = Consumer(conn.librdkafka(**{"group.id": group, "enable.auto.commit": False,
                                            "auto.offset.reset": "earliest", "enable.partition.eof": True}))
     tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-    committed = {tp.partition: tp.offset for tp in coordinator_retrying(lambda: consumer.committed(tps, timeout=15))}
+    committed = {tp.partition: tp.offset for tp in retrying_while_moving(lambda: consumer.committed(tps, timeout=15))}
     consumer.assign([TopicPartition(topic, p, committed[p] if committed[p] >= 0 else -2) for p in range(PARTITIONS)])
     got: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
     done: set[int] = set()
