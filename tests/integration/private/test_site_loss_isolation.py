@@ -98,6 +98,8 @@ class LagProbe:
         from confluent_kafka import Consumer, TopicPartition
 
         self.sent: dict[bytes, float] = {}
+        self.acked: dict[bytes, float] = {}
+        """When the source acked each probe (a late ack is the source's or this process's delay, not the flow's)."""
         self.lag: dict[bytes, float] = {}
         self._producer = Producer(source.librdkafka(**{"acks": "all", "linger.ms": 0}))
         self._topic = topic
@@ -121,7 +123,8 @@ class LagProbe:
             # dated before it is sent: a copy can arrive before this thread runs again after the flush (a probe
             # not known yet when its copy is read would count as never arrived)
             self.sent[value] = time.monotonic()
-            self._producer.produce(self._topic, value, partition=n % PARTITIONS)
+            self._producer.produce(self._topic, value, partition=n % PARTITIONS,
+                                   on_delivery=lambda err, msg, v=value: self.acked.setdefault(v, time.monotonic()))
             self._producer.flush(10)
             n += 1
 
@@ -133,13 +136,17 @@ class LagProbe:
 
     def worst_lag_s(self, since: float, until: float) -> tuple[float, str]:
         """The largest lag of the probes sent in [since, until - 2 s] (one not arrived counts as its age), and
-        the late probes (over LAG_S) as "sent at +s: lag" from ``since``, for the failure's message."""
+        the late probes (over LAG_S) as "sent at +s: lag (acked after s)" from ``since``, for the failure's message."""
         now = time.monotonic()
         due = [v for v, at in list(self.sent.items()) if since <= at <= until - LAG_S]
         lags = {v: self.lag.get(v, now - self.sent[v]) for v in due}
-        late = ", ".join(f"+{self.sent[v] - since:.1f}: {lag:.1f}{'' if v in self.lag else ' (never)'}"
-                         for v, lag in lags.items() if lag >= LAG_S)
+        late = ", ".join(self._told(v, lag, since) for v, lag in lags.items() if lag >= LAG_S)
         return max(lags.values(), default=0.0), late
+
+    def _told(self, value: bytes, lag: float, since: float) -> str:
+        arrived = "" if value in self.lag else " (never arrived)"
+        acked = f"acked after {self.acked[value] - self.sent[value]:.1f}" if value in self.acked else "never acked"
+        return f"+{self.sent[value] - since:.1f}: {lag:.1f}{arrived} ({acked})"
 
     def stop(self) -> None:
         self._stop.set()
