@@ -123,10 +123,13 @@ class LagProbe:
             # dated before it is sent: a copy can arrive before this thread runs again after the flush (a probe
             # not known yet when its copy is read would count as never arrived)
             self.sent[value] = time.monotonic()
-            self._producer.produce(self._topic, value, partition=n % PARTITIONS,
-                                   on_delivery=lambda err, msg, v=value: self.acked.setdefault(v, time.monotonic()))
+            self._producer.produce(self._topic, value, partition=n % PARTITIONS, on_delivery=self._on_delivery)
             self._producer.flush(10)
             n += 1
+
+    def _on_delivery(self, err, msg) -> None:  # type: ignore[no-untyped-def]
+        if err is None:
+            self.acked.setdefault(msg.value(), time.monotonic())
 
     def _read(self) -> None:
         while not self._stop.is_set():
