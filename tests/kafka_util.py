@@ -95,34 +95,16 @@ def produce(conn: ClusterConnection, topic: str, records: list[dict], **config: 
     assert not errors, errors[:3]
 
 
-_LEADER_MOVING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                  KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._TIMED_OUT}
-
-
-def _watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float = 30.0) -> tuple[int, int]:
-    """Low and high watermark of ``tp``, waiting out retriable errors such as a partition whose
-    leader the broker has not taken up yet (a topic geokafka created a moment ago)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            return consumer.get_watermark_offsets(tp, timeout=10)
-        except KafkaException as exc:
-            error = exc.args[0] if exc.args else None
-            passing = error is not None and (error.retriable() or error.code() in _LEADER_MOVING)
-            if not passing or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
 _MOVING = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.COORDINATOR_NOT_AVAILABLE,
-           KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE}
+           KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART,
+           KafkaError._TIMED_OUT}
 """A group coordinator or a partition leader still moving, loading or being elected: gone in moments."""
 
 
 def retrying_while_moving(call: Callable[[], T], timeout_s: float = 30.0) -> T:
     """``call()`` (a group's commit or committed offsets, a partition's watermarks), waiting out a coordinator or
-    leader that is still moving (freshly started clusters or partitions, a busy machine) and other retriable
-    errors."""
+    leader that is still moving (freshly started clusters, a topic or partition created a moment ago, a busy
+    machine) and other retriable errors."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -133,6 +115,11 @@ def retrying_while_moving(call: Callable[[], T], timeout_s: float = 30.0) -> T:
             if not busy or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+def watermarks(consumer: Consumer, tp: TopicPartition, timeout_s: float = 30.0) -> tuple[int, int]:
+    """Low and high watermark of ``tp``, waiting out a leader the broker has not taken up yet."""
+    return retrying_while_moving(lambda: consumer.get_watermark_offsets(tp, timeout=10), timeout_s)
 
 
 def commit_retrying(consumer: Consumer, offsets: list[TopicPartition]) -> None:
@@ -173,7 +160,7 @@ def read_all(conn: ClusterConnection, topic: str, timeout_s: float = 30.0, isola
         tps = [TopicPartition(topic, p) for p in sorted(md.partitions)]
         ends, starts = {}, {}
         for tp in tps:
-            starts[tp.partition], ends[tp.partition] = _watermarks(consumer, tp)
+            starts[tp.partition], ends[tp.partition] = watermarks(consumer, tp)
         # from the log start, which delete-records or retention may have moved past 0
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
         out: list[Rec] = []

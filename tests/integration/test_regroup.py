@@ -26,7 +26,7 @@ import pytest
 import yaml
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
-from kafka_util import create_topic, produce, read_all, retrying_while_moving
+from kafka_util import create_topic, produce, read_all, watermarks
 from pipeline_util import wait_for, with_flows
 
 from geokafka.control.connection import ClusterConnection
@@ -69,8 +69,7 @@ def _ends(conn: ClusterConnection, topic: str) -> dict[int, int]:
     consumer = Consumer(conn.librdkafka(**{"group.id": "regroup-probe", "enable.auto.commit": False}))
     try:
         # a partition the mirror just added on the target may not have its leader in place yet
-        return {p: retrying_while_moving(lambda p=p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10))[1]
-                for p in sorted(md.partitions)}
+        return {p: watermarks(consumer, TopicPartition(topic, p))[1] for p in sorted(md.partitions)}
     finally:
         consumer.close()
 
