@@ -178,6 +178,9 @@ def test_stale_heartbeat_is_down_never_run_is_not_started_and_failover_wins(base
     # what `failover` leaves: the role and the report (the mirror's last heartbeat may still say running)
     store.write(Heartbeat(moved, "running", now_ms - 600_000), Role(moved, Role.FAILED_OVER, now_ms),
                 FailoverRecord(moved, {"flow": moved, "kind": "failover", "rpo_records": 10}))
+    # status reads the state topic to its stable end: a transaction open there (another test's writer on the
+    # session's shared west) holds these records back until it ends; the last one written readable, all are
+    wait_for(lambda: store.read(timeout_s=10).failover_report(moved) is not None, 60, "the records readable on west")
     report = collect_status(topology, [dead_flow, new_flow, moved])
     down, fresh = report.flow(dead_flow), report.flow(new_flow)
     assert report.flow(moved).state == "failed-over"
