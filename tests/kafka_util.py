@@ -31,7 +31,8 @@ def shared_port_base() -> int:
 
 def port_base() -> int:
     """First port of this test process's own clusters (the private east base+92, west +1092, south
-    +2092 of ``integration/private/``, SASL +5092 and +6092, the link-cut DC +7092; controllers +100).
+    +2092 of ``integration/private/``, the restart test's target +4092, SASL +5092 and +6092, the link-cut
+    DC +7092; controllers +100).
 
     GEOKAFKA_TEST_PORT_BASE is a comma-separated list (default 21000,9100,1100,19500,1300): a run without
     pytest-xdist, or its worker gw0, takes the first, gw1 the second, and so on. The defaults keep

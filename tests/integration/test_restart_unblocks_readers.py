@@ -3,7 +3,9 @@ transaction times out: the restarted mirror fences every partition's transaction
 Spark starts, which aborts the open transaction and moves the last stable offset at once.
 
 The writer's transaction timeout is set to 10 minutes, so only fencing can move the last stable
-offset within the test; the test does not time anything tighter than that."""
+offset within the test; the test does not time anything tighter than that. The target is a cluster
+of the module's own (base +4092): a transaction held open that long on the session's shared west would
+hold back every other test's read of its state topic."""
 
 from __future__ import annotations
 
@@ -12,23 +14,49 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
+from cluster_util import stop_orphaned_nodes
 from confluent_kafka import TopicPartition
 from confluent_kafka._model import IsolationLevel
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from kafka_util import create_topic, produce, read_all
+from kafka_util import create_topic, port_base, produce, read_all
 from pipeline_util import wait_for, with_flows
 
-from geokafka.control.connection import ClusterConnection
+from geokafka.control.connection import ClusterConnection, connection
+from geokafka.infra.clusters import local_cluster_specs
+from geokafka.infra.local_cluster import start_clusters, stop_cluster
+from geokafka.topology import Topology, parse_topology
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 
 TOTAL = 300_000
 PARTITIONS = 3
 TXN_TIMEOUT_MS = 600_000
+
+
+@pytest.fixture(scope="module")
+def with_own_target(base_topology: Topology) -> Iterator[Topology]:
+    """The session's clusters plus ``lsotarget`` (one broker at base +4092), for this module only."""
+    own = parse_topology(f"""
+clusters:
+  lsotarget:
+    bootstrap: 127.0.0.1:{port_base() + 4092}
+    local: {{brokers: 1, heap_mb: 320}}
+pipeline: {{state_dir: {base_topology.pipeline.state_dir}}}
+""", "tests/integration/test_restart_unblocks_readers.py").clusters["lsotarget"]
+    topology = base_topology.model_copy(update={"clusters": {**base_topology.clusters, "lsotarget": own}})
+    specs = [s for s in local_cluster_specs(topology) if s.name == "lsotarget"]
+    stop_orphaned_nodes(specs)
+    start_clusters(specs, timeout_s=180)
+    try:
+        yield topology
+    finally:
+        for spec in specs:
+            stop_cluster(spec)
 
 
 def _ends(conn: ClusterConnection, topic: str, isolation: IsolationLevel) -> dict[int, int]:
@@ -45,12 +73,13 @@ def _start(topology_file: Path, log: Path) -> subprocess.Popen:
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
-def test_a_restart_after_kill_minus_nine_unblocks_read_committed_readers(base_topology, east, west, unique, tmp_path):
+def test_a_restart_after_kill_minus_nine_unblocks_read_committed_readers(with_own_target, east, unique, tmp_path):
+    west = connection(with_own_target, "lsotarget")
     topic = unique("lso")
     create_topic(east, topic, partitions=PARTITIONS, rf=1)
     produce(east, topic, [{"key": f"k{i}".encode(), "value": b"v" * 200, "partition": i % PARTITIONS}
                           for i in range(TOTAL)])
-    topology = with_flows(base_topology, lso={"source": "east", "target": "west", "topics": [topic]})
+    topology = with_flows(with_own_target, lso={"source": "east", "target": "lsotarget", "topics": [topic]})
     # one long transaction, committed only at its batch's end (30 s): a transaction is open for most of the copy
     # (a caught-up group commits early by default: a copy done between two looks would leave nothing open)
     pipeline = topology.pipeline.model_copy(update={
