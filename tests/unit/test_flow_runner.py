@@ -121,6 +121,7 @@ class Harness:
         return Prepared(assignment, {})
 
     def query(self, prepared: Prepared, on_batch: BatchCallback) -> FakeQuery:
+        self.on_batch = on_batch
         self.queries.append(FakeQuery())
         return self.queries[-1]
 
@@ -215,6 +216,18 @@ def test_a_gap_the_source_met_restarts_a_skip_gaps_flow_at_once_so_its_plan_coun
     h.runner.tick()
     h.runner.tick()
     assert len(h.attempts) == started + 1 and h.runner.status == FlowState.RUNNING and h.runner.restarts == 1
+
+
+def test_a_gap_is_named_from_the_sinks_last_commit_when_the_state_read_is_behind_it() -> None:
+    h = Harness([None])
+    h.tick_for(1)
+    h.store.write(Progress("f", "orders", 0, 5))  # what a read stopped at another writer's open transaction sees
+    h.on_batch(1, [{"topic": "orders", "partition": 0, "next_offset": 7, "written": 7, "bytes": 70,
+                    "last_timestamp": -1}])  # the sink committed up to 7
+    h.admin.ranges = {"orders": {0: (9, 20)}}  # the source lost 7..8
+    h.queries[-1].failure = errors.DataLossError("orders-0 offset 7 is no longer on the source")
+    h.runner.tick()
+    assert h.runner.status == FlowState.ERROR and "orders/0 offsets 7..8" in str(h.runner.error), h.runner.error
 
 
 def test_loss_outcomes() -> None:
