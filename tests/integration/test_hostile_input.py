@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
+from kafka_util import create_topic, produce
 
 from geokafka.control.connection import ClusterConnection
-from tests.kafka_util import create_topic, produce
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
