@@ -181,8 +181,10 @@ def failover(
             state = store.read()  # a generation recorded since the first read (a mirror that just started)
             fence(target, recorded_writers(flow_name, state.generation(flow_name), flow_pairs(topology, flow_name, state)))
             state = store.read_settled()
-        else:  # the preview reads what the run would: to the end of every transaction open now (the run's fence ends
-            state = store.read_settled()  # the flow's own at once), not to the first of them
+        else:
+            # the preview reads what the run would: to the end of every transaction open now (the run's fence
+            # ends the flow's own at once), not only to the first of them
+            state = store.read_settled()
         report.source_reachable = probe.result()
         probed_at_ms = int(time.time() * 1000)
     report.observed_at_ms, report.partitions = losses(flow_name, state)

@@ -336,7 +336,8 @@ class FlowRunner:
             # the sink's commit reports are committed too, and newer than a read the state topic's stable end
             # (another writer's open transaction) stopped short of: a gap named from there would overstate the loss
             for key, entry in self.progress.items():
-                progress[key] = max(progress.get(key, -1), entry.next_offset)
+                if entry.next_offset >= 0:  # -1: no report yet
+                    progress[key] = max(progress.get(key, 0), entry.next_offset)
             current = observer.topic_ids([pair.source for pair in self._pairs])
             recreated = recreations(state.topic_ids(self.name), current, {t for t, _ in progress}, include_deleted=True)
             gone = {r.topic for r in recreated}

@@ -95,11 +95,12 @@ class Harness:
     """A runner whose starts fail with each exception of ``starts`` in turn (None: it starts)."""
 
     def __init__(self, starts: list[BaseException | None], store: InMemoryStateStore | None = None,
-                 skip_gaps: bool = False) -> None:
+                 skip_gaps: bool = False, expected: int = 0) -> None:
         self.clock = Clock()
         self.store = store or InMemoryStateStore("west")
         self.admin = FakeAdmin()
         self.starts = starts
+        self.expected = expected
         self.attempts: list[float] = []
         self.queries: list[FakeQuery] = []
         topology = TOPOLOGY
@@ -116,7 +117,7 @@ class Harness:
         outcome = self.starts.pop(0) if self.starts else None
         if outcome is not None:
             raise outcome
-        assignment = Assignment(list(PAIRS), expected={"orders/0": (0, 0)}, topic_ids={"orders": "id-1"},
+        assignment = Assignment(list(PAIRS), expected={"orders/0": (self.expected, 0)}, topic_ids={"orders": "id-1"},
                                 groups=[{"orders": [0]}])
         return Prepared(assignment, {})
 
@@ -228,6 +229,15 @@ def test_a_gap_is_named_from_the_sinks_last_commit_when_the_state_read_is_behind
     h.queries[-1].failure = errors.DataLossError("orders-0 offset 7 is no longer on the source")
     h.runner.tick()
     assert h.runner.status == FlowState.ERROR and "orders/0 offsets 7..8" in str(h.runner.error), h.runner.error
+
+
+def test_a_partition_never_replicated_and_never_reported_has_no_gap() -> None:
+    h = Harness([None], expected=-1)  # no progress recorded: the flow starts where the source's log does
+    h.tick_for(1)
+    h.admin.ranges = {"orders": {0: (9, 20)}}
+    h.queries[-1].failure = errors.DataLossError("orders-0 offset 3 is no longer on the source")
+    h.runner.tick()
+    assert "orders/0" not in str(h.runner.error), h.runner.error
 
 
 def test_loss_outcomes() -> None:
