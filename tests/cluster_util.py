@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from geokafka.infra.local_cluster import LocalClusterSpec, port_is_free
+from geokafka.infra.clusters import local_cluster_specs
+from geokafka.infra.local_cluster import LocalClusterSpec, port_is_free, start_clusters, stop_cluster
 from geokafka.infra.processes import signal_process
 from geokafka.topology import Topology, parse_topology
 
@@ -42,6 +45,28 @@ def topology_on(state_dir: Path, base: int) -> Topology:
     text = TEST_TOPOLOGY.format(state_dir=state_dir, east=base + 92, west=base + 1092, south=base + 2092,
                                 authorizer=AUTHORIZER, idle="{" + IDLE + "}")
     return parse_topology(text, "tests/conftest.py")
+
+
+@contextmanager
+def one_more_cluster(topology: Topology, name: str, port: int) -> Iterator[Topology]:
+    """``topology`` plus a one-broker local cluster ``name`` on ``port`` (controller +100), running inside the
+    block: a site of a module's own, beside the clusters it shares."""
+    extra = parse_topology(f"""
+clusters:
+  {name}:
+    bootstrap: 127.0.0.1:{port}
+    local: {{brokers: 1, heap_mb: 320}}
+pipeline: {{state_dir: {topology.pipeline.state_dir}}}
+""", "tests/cluster_util.py").clusters[name]
+    topology = topology.model_copy(update={"clusters": {**topology.clusters, name: extra}})
+    specs = [s for s in local_cluster_specs(topology) if s.name == name]
+    stop_orphaned_nodes(specs)
+    start_clusters(specs, timeout_s=180)
+    try:
+        yield topology
+    finally:
+        for spec in specs:
+            stop_cluster(spec)
 
 
 def stop_orphaned_nodes(specs: list[LocalClusterSpec]) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cluster_util import stop_orphaned_nodes
+from cluster_util import one_more_cluster
 from confluent_kafka import TopicPartition
 from confluent_kafka._model import IsolationLevel
 from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -27,9 +27,7 @@ from kafka_util import create_topic, port_base, produce, read_all
 from pipeline_util import wait_for, with_flows
 
 from geokafka.control.connection import ClusterConnection, connection
-from geokafka.infra.clusters import local_cluster_specs
-from geokafka.infra.local_cluster import start_clusters, stop_cluster
-from geokafka.topology import Topology, parse_topology
+from geokafka.topology import Topology
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -41,22 +39,8 @@ TXN_TIMEOUT_MS = 600_000
 @pytest.fixture(scope="module")
 def with_own_target(base_topology: Topology) -> Iterator[Topology]:
     """The session's clusters plus ``lsotarget`` (one broker at base +4092), for this module only."""
-    own = parse_topology(f"""
-clusters:
-  lsotarget:
-    bootstrap: 127.0.0.1:{port_base() + 4092}
-    local: {{brokers: 1, heap_mb: 320}}
-pipeline: {{state_dir: {base_topology.pipeline.state_dir}}}
-""", "tests/integration/test_restart_unblocks_readers.py").clusters["lsotarget"]
-    topology = base_topology.model_copy(update={"clusters": {**base_topology.clusters, "lsotarget": own}})
-    specs = [s for s in local_cluster_specs(topology) if s.name == "lsotarget"]
-    stop_orphaned_nodes(specs)
-    start_clusters(specs, timeout_s=180)
-    try:
+    with one_more_cluster(base_topology, "lsotarget", port_base() + 4092) as topology:
         yield topology
-    finally:
-        for spec in specs:
-            stop_cluster(spec)
 
 
 def _ends(conn: ClusterConnection, topic: str, isolation: IsolationLevel) -> dict[int, int]:
@@ -74,7 +58,7 @@ def _start(topology_file: Path, log: Path) -> subprocess.Popen:
 
 
 def test_a_restart_after_kill_minus_nine_unblocks_read_committed_readers(with_own_target, east, unique, tmp_path):
-    west = connection(with_own_target, "lsotarget")
+    dst = connection(with_own_target, "lsotarget")
     topic = unique("lso")
     create_topic(east, topic, partitions=PARTITIONS, rf=1)
     produce(east, topic, [{"key": f"k{i}".encode(), "value": b"v" * 200, "partition": i % PARTITIONS}
@@ -96,8 +80,8 @@ def test_a_restart_after_kill_minus_nine_unblocks_read_committed_readers(with_ow
         def writing_uncommitted() -> bool:
             assert proc.poll() is None, log.read_text()[-3000:]
             try:
-                high = _ends(west, target, IsolationLevel.READ_UNCOMMITTED)
-                stable = _ends(west, target, IsolationLevel.READ_COMMITTED)
+                high = _ends(dst, target, IsolationLevel.READ_UNCOMMITTED)
+                stable = _ends(dst, target, IsolationLevel.READ_COMMITTED)
             except Exception:  # noqa: BLE001 - the target topic is created by the mirror
                 return False
             return any(high[p] > stable[p] for p in high)
@@ -105,19 +89,19 @@ def test_a_restart_after_kill_minus_nine_unblocks_read_committed_readers(with_ow
         wait_for(writing_uncommitted, 300, "the mirror writing an open transaction")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
-        high = _ends(west, target, IsolationLevel.READ_UNCOMMITTED)
-        stuck = _ends(west, target, IsolationLevel.READ_COMMITTED)
+        high = _ends(dst, target, IsolationLevel.READ_UNCOMMITTED)
+        stuck = _ends(dst, target, IsolationLevel.READ_COMMITTED)
         blocked = {p for p in high if high[p] > stuck[p]}
         assert blocked, "the kill left no open transaction behind"
         time.sleep(5)
-        assert _ends(west, target, IsolationLevel.READ_COMMITTED) == stuck  # nothing moves it but a fence
+        assert _ends(dst, target, IsolationLevel.READ_COMMITTED) == stuck  # nothing moves it but a fence
 
         killed_at = time.monotonic()
         proc = _start(topology_file, log)
 
         def unblocked() -> bool:
             assert proc.poll() is None, log.read_text()[-3000:]
-            now = _ends(west, target, IsolationLevel.READ_COMMITTED)
+            now = _ends(dst, target, IsolationLevel.READ_COMMITTED)
             return all(now[p] >= high[p] for p in blocked)
 
         wait_for(unblocked, 240, "the last stable offset to pass the killed writer's records")
@@ -125,12 +109,12 @@ def test_a_restart_after_kill_minus_nine_unblocks_read_committed_readers(with_ow
 
         def copied() -> bool:
             assert proc.poll() is None, log.read_text()[-3000:]
-            return sum(_ends(west, target, IsolationLevel.READ_COMMITTED).values()) > 0 and \
-                len(read_all(west, target, timeout_s=60)) >= TOTAL
+            return sum(_ends(dst, target, IsolationLevel.READ_COMMITTED).values()) > 0 and \
+                len(read_all(dst, target, timeout_s=60)) >= TOTAL
 
         wait_for(copied, 300, "every record on the target")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(30)
-    assert len(read_all(west, target, timeout_s=120)) == TOTAL  # the aborted attempt left no duplicate
+    assert len(read_all(dst, target, timeout_s=120)) == TOTAL  # the aborted attempt left no duplicate

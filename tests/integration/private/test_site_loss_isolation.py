@@ -14,9 +14,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from cluster_util import one_more_cluster
 from confluent_kafka import Producer
 from kafka_util import create_topic, port_base, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
@@ -24,10 +24,9 @@ from pipeline_util import running_mirror, wait_for, with_flows
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.control.provenance import source_position
 from geokafka.control.state_store import state_store
-from geokafka.infra.clusters import local_cluster_specs
-from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, start_cluster, start_clusters, stop_cluster
+from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, start_cluster
 from geokafka.monitoring.collect import collect_status
-from geokafka.topology import Topology, parse_topology
+from geokafka.topology import Topology
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240), pytest.mark.timeout(900)]
 
@@ -37,23 +36,10 @@ PARTITIONS = 2
 
 
 @pytest.fixture(scope="module")
-def with_north(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec], state_dir: Path) -> Iterator[Topology]:
+def with_north(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) -> Iterator[Topology]:
     """The module's east, west and south, plus a fourth site, north (base +3092), for this module only."""
-    north = parse_topology(f"""
-clusters:
-  north:
-    bootstrap: 127.0.0.1:{port_base() + 3092}
-    local: {{brokers: 1, heap_mb: 320}}
-pipeline: {{state_dir: {state_dir}}}
-""", "tests/integration/private/test_site_loss_isolation.py").clusters["north"]
-    topology = base_topology.model_copy(update={"clusters": {**base_topology.clusters, "north": north}})
-    specs = [s for s in local_cluster_specs(topology) if s.name == "north"]
-    start_clusters(specs, timeout_s=180)
-    try:
+    with one_more_cluster(base_topology, "north", port_base() + 3092) as topology:
         yield topology
-    finally:
-        for spec in specs:
-            stop_cluster(spec)
 
 
 class Traffic:
