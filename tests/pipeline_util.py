@@ -12,6 +12,7 @@ from typing import Any
 from kafka_util import produce, read_all
 
 from geokafka.control.connection import ClusterConnection
+from geokafka.control.state_store import StateSnapshot, state_store
 from geokafka.errors import GeokafkaError
 from geokafka.pipeline.mirror import mirror
 from geokafka.pipeline.runner import FlowRunner, PartitionProgress
@@ -70,6 +71,13 @@ def wait_for(condition: Callable[[], Any], timeout_s: float = 60.0, what: str = 
             return result
         time.sleep(0.25)
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def wait_state_readable(conn: ClusterConnection, readable: Callable[[StateSnapshot], Any], what: str) -> None:
+    """Wait (up to 60 s) until state a test just wrote on ``conn`` is readable. Readers see the state topic to its
+    stable end: a transaction open there (another test's writer on the session's shared west) holds what was written
+    after it back until it ends."""
+    wait_for(lambda: readable(state_store(conn).read(timeout_s=10)), 60, f"{what} readable on {conn.name}")
 
 
 def wait_progress_at(runners: dict[str, FlowRunner], flow: str, topic: str, ends: dict[int, int],

@@ -338,12 +338,19 @@ def test_hostile_topology_file(tmp_path: Path, case: FileCase) -> None:
     assert cpu_s < FILE_CASE_CPU_S, cpu_s
 
 
+def _cli_env(extra: dict[str, str] | None) -> dict[str, str]:
+    """This process's environment without the secrets and debug switch the cases set themselves, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HX_PASSWORD", "GEOKAFKA_DEBUG")}
+    env.update(extra or {})
+    return env
+
+
 def run_cli_measured(file: Path, args: list[str], tmp: Path, timeout: float) -> tuple[subprocess.CompletedProcess[str], float]:
     """The CLI run as :func:`run_cli` does, and the CPU seconds it (and what it waited for) used: from its own
     ``wait4``; a pytest worker's RUSAGE_CHILDREN also counts whatever else it reaped meanwhile (17 s once)."""
     import threading
 
-    env = {k: v for k, v in os.environ.items() if k not in ("HX_PASSWORD", "GEOKAFKA_DEBUG")}
+    env = _cli_env(None)
     out_path, err_path = tmp / "cli.out", tmp / "cli.err"
     with out_path.open("wb") as out, err_path.open("wb") as err:
         child = subprocess.Popen([sys.executable, "-m", "geokafka", "-f", str(file), *args],
@@ -362,11 +369,9 @@ def run_cli_measured(file: Path, args: list[str], tmp: Path, timeout: float) -> 
 
 def run_cli(file: Path, args: list[str], expect: int | None = None, env: dict[str, str] | None = None,
             timeout: float = 150.0) -> subprocess.CompletedProcess[str]:
-    full_env = {k: v for k, v in os.environ.items() if k not in ("HX_PASSWORD", "GEOKAFKA_DEBUG")}
-    full_env.update(env or {})
     proc = subprocess.run(
         [sys.executable, "-m", "geokafka", "-f", str(file), *args],
-        capture_output=True, text=True, errors="replace", timeout=timeout, cwd=ROOT, env=full_env,
+        capture_output=True, text=True, errors="replace", timeout=timeout, cwd=ROOT, env=_cli_env(env),
     )
     if expect is not None:
         assert proc.returncode == expect, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])

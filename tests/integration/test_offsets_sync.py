@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka_util import Rec, commit_retrying, create_topic, read_all
-from pipeline_util import wait_for
+from pipeline_util import wait_state_readable
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
@@ -222,10 +222,7 @@ def test_pipeline_progress_makes_a_group_at_the_source_end_caught_up(
     admin = ClusterAdmin(west)
     ensure_state_topic(admin)
     state_store(west).write(Progress(flow, topic, 0, 24))  # the pipeline read to the source end
-    # readers see the state topic to its stable end: a transaction open there (another test's writer on the
-    # session's shared west) holds the record back until it ends (a clean-clone run: translate did not see it)
-    wait_for(lambda: state_store(west).read(timeout_s=10).progress(flow).get((topic, 0)) == 24, 60,
-             "the progress record readable on west")
+    wait_state_readable(west, lambda state: state.progress(flow).get((topic, 0)) == 24, "the progress record")
     after = translate_group(topology, flow, group).partitions[0]
     assert after.caught_up and after.target_offset == before.target_offset
 
@@ -280,10 +277,8 @@ def test_failover_uses_checkpoints_when_the_source_is_gone(
     gone = lost_source(topology)
     with pytest.raises(ClusterUnreachableError, match="east"):
         sync_group_offsets(gone, flow, timeout_s=3)
-    # the sync reads the state topic to its stable end (failover reads it settled first): a transaction open there
-    # (another test's writer on the session's shared west) holds the live sync's checkpoint back until it ends
-    wait_for(lambda: group in state_store(west).read(timeout_s=10).checkpoints(flow), 60,
-             "the live sync's checkpoint readable on west")
+    # (failover reads the state settled first; the sync alone reads it to its stable end)
+    wait_state_readable(west, lambda state: group in state.checkpoints(flow), "the live sync's checkpoint")
     final = sync_group_offsets(gone, flow, clamp_to_end=True, fallback_to_checkpoints=True, timeout_s=3)
     assert final.offsets_from == "checkpoint"
     action = final.by_group(group)[0]

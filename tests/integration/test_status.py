@@ -21,7 +21,7 @@ import yaml
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
+from pipeline_util import running_mirror, wait_for, wait_state_readable, with_flows
 from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 
@@ -178,9 +178,8 @@ def test_stale_heartbeat_is_down_never_run_is_not_started_and_failover_wins(base
     # what `failover` leaves: the role and the report (the mirror's last heartbeat may still say running)
     store.write(Heartbeat(moved, "running", now_ms - 600_000), Role(moved, Role.FAILED_OVER, now_ms),
                 FailoverRecord(moved, {"flow": moved, "kind": "failover", "rpo_records": 10}))
-    # status reads the state topic to its stable end: a transaction open there (another test's writer on the
-    # session's shared west) holds these records back until it ends; the last one written readable, all are
-    wait_for(lambda: store.read(timeout_s=10).failover_report(moved) is not None, 60, "the records readable on west")
+    # the last one written readable, all are
+    wait_state_readable(west, lambda state: state.failover_report(moved) is not None, "the records")
     report = collect_status(topology, [dead_flow, new_flow, moved])
     down, fresh = report.flow(dead_flow), report.flow(new_flow)
     assert report.flow(moved).state == "failed-over"
