@@ -28,6 +28,7 @@ from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.flow_topics import selection_changed, sync_topic_metadata, target_pairs
 from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.scheduler import Job, Scheduler
+from geokafka.pipeline.slots import Mode
 from geokafka.topology.schema import Topology
 
 log = logging.getLogger(__name__)
@@ -66,12 +67,14 @@ class FlowView(Protocol):
 
 @dataclass
 class FlowSignals:
-    """What the jobs found that the runner must act on (set from job threads, taken by the runner's loop)."""
+    """What the jobs (and the mirror) found that the runner must act on (set from their threads, taken by the
+    runner's loop)."""
 
     failed_over: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _recreated: list[str] = field(default_factory=list)
     _reselected: list[TopicPair] | None = None
+    _mode: Mode | None = None
 
     def recreated(self, topics: list[str]) -> None:
         """Source topics re-created under the running query."""
@@ -94,6 +97,17 @@ class FlowSignals:
         with self._lock:
             pairs, self._reselected = self._reselected, None
             return pairs
+
+    def run_in(self, mode: Mode) -> None:
+        """The mirror wants the flow's query in ``mode`` (real-time or micro-batch: task slots came or went)."""
+        with self._lock:
+            self._mode = mode
+
+    def take_mode(self) -> Mode | None:
+        """The mode asked for since the last take, if any."""
+        with self._lock:
+            mode, self._mode = self._mode, None
+            return mode
 
 
 class FlowJobs:

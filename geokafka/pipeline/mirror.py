@@ -21,8 +21,8 @@ from geokafka import errors
 from geokafka.control.state_store import release_state_producers
 from geokafka.infra.signals import stop_on_signals
 from geokafka.pipeline.runner import FlowRunner
-from geokafka.pipeline.slots import groups_per_flow, master_with_slots, task_slots
-from geokafka.pipeline.spark_session import get_spark, jvm_exit, kill_spark
+from geokafka.pipeline.slots import MICRO_BATCH, REAL_TIME, ModeWatch, groups_per_flow, master_with_slots, task_slots
+from geokafka.pipeline.spark_session import get_spark, is_local, jvm_exit, kill_spark, live_task_slots
 from geokafka.topology.schema import Topology
 
 TickCallback = Callable[[list[FlowRunner]], None]
@@ -114,11 +114,9 @@ def mirror(
                 runner.startup.took("Spark session", time.monotonic() - spark_start)
             # PySpark's SparkContext put its own SIGINT handler in place of ours: ours again
             on_signals.enter_context(stop_on_signals(stop, on_second=_stop_at_once))
-            if spark is not None and not _enough_slots(spark, topology, groups * len(names)):
-                micro = topology.model_copy(update={"pipeline": pipeline.model_copy(update={"mode": "micro-batch"})})
-                for runner in runners:
-                    runner.topology = micro
+            modes = ModeWatch(pipeline.mode, groups * len(names))
             if spark is not None:
+                _first_mode(spark, modes, pipeline.master, runners, stop)
                 for runner in runners:
                     runner.spark = spark
                     runner.spark_ready.set()
@@ -128,6 +126,7 @@ def mirror(
                     for runner in runners:
                         runner.fail(fatal)
                     break
+                _follow_slots(spark, modes, runners)
                 if on_tick is not None:
                     on_tick(runners)
                 if all(s.done.is_set() for s in supervisors):
@@ -190,22 +189,43 @@ def _stop_at_once() -> None:
     os._exit(130)
 
 
-def _enough_slots(spark: Any, topology: Topology, needed: int) -> bool:
-    """False when real-time mode would have fewer task slots than partition groups (a Spark application shared
-    with other work, a cluster with fewer cores than configured): a group's task would wait for a whole batch,
-    so the mirror runs micro-batches instead, and says so once."""
-    if topology.pipeline.mode != "real-time":
-        return True
-    try:
-        slots = int(spark.sparkContext.defaultParallelism)
-    except Exception:  # noqa: BLE001 - a JVM that went away: the start fails on its own
-        return True
-    if slots >= needed:
-        return True
-    log.warning("real-time mode needs a task slot for each of the %d partition groups, and this Spark application "
-                "has %d: running micro-batches instead (give the master more cores, or set pipeline.groups lower)",
-                needed, slots)
-    return False
+EXECUTORS_WAIT_S = 30.0
+"""How long a cluster master's first query waits for executors to register before the mirror decides its mode
+(Spark's own spark.scheduler.maxRegisteredResourcesWaitingTime)."""
+
+
+def _first_mode(spark: Any, modes: ModeWatch, master: str, runners: list[FlowRunner], stop: threading.Event) -> None:
+    """Real-time mode needs a live task slot for each partition group: a cluster's executors register after the
+    application starts, so wait for them (up to :data:`EXECUTORS_WAIT_S`); with too few, start in micro-batches
+    (the watch returns to real-time mode when slots come)."""
+    if modes.configured != REAL_TIME:
+        return
+    waited_until = time.monotonic() + (0.0 if is_local(master) else EXECUTORS_WAIT_S)
+    slots = live_task_slots(spark)
+    while (slots is None or slots < modes.needed) and time.monotonic() < waited_until and not stop.wait(0.25):
+        slots = live_task_slots(spark)
+    if slots is not None and slots < modes.needed:
+        modes.mode = MICRO_BATCH
+        log.warning("real-time mode needs a task slot for each of the %d partition groups, and this Spark application "
+                    "has %d: running micro-batches until it has them (give the master more cores, or set "
+                    "pipeline.groups lower)", modes.needed, slots)
+        for runner in runners:
+            runner.run_in(MICRO_BATCH)
+
+
+def _follow_slots(spark: Any, modes: ModeWatch, runners: list[FlowRunner]) -> None:
+    """Executors come and go: with fewer live task slots than real-time mode needs, a lost group's task would wait
+    for a slot until its batch ends; run micro-batches on what is left, and real-time mode again once it is back."""
+    slots = live_task_slots(spark)
+    switch = modes.update(slots, time.monotonic())
+    if switch == MICRO_BATCH:
+        log.warning("the Spark application has %d task slots, %d fewer than real-time mode needs (an executor was "
+                    "lost): running micro-batches on what is left until slots are back", slots, modes.needed - (slots or 0))
+    elif switch == REAL_TIME:
+        log.info("the Spark application has %d task slots again: back to real-time mode", slots)
+    if switch is not None:
+        for runner in runners:
+            runner.run_in(switch)
 
 
 def _stopping(stop: threading.Event) -> bool:

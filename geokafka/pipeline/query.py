@@ -60,8 +60,13 @@ def source_options(source: ClusterConnection, assignment: Assignment, flow: Flow
 
 
 def sink_options(query_key: str, flow_name: str, flow: Flow, pipeline: Pipeline, target: ClusterConnection,
-                 assignment: Assignment, topic_map: dict[str, str], max_message_bytes: dict[str, int]) -> dict[str, str]:
-    """The options of geokafka's sink for one flow, named as the contract declares (hold the target's secrets)."""
+                 assignment: Assignment, topic_map: dict[str, str], max_message_bytes: dict[str, int],
+                 reports: tuple[str, str] = ("", "")) -> dict[str, str]:
+    """The options of geokafka's sink for one flow, named as the contract declares (hold the target's secrets).
+
+    ``reports``: the driver's commit-report address and token (cluster masters; empty on local ones, whose tasks
+    report in the driver's JVM).
+    """
 
     def name(role: str) -> str:
         return contract.name("sink_options", role)
@@ -78,6 +83,7 @@ def sink_options(query_key: str, flow_name: str, flow: Flow, pipeline: Pipeline,
         # local masters run the tasks in the driver's JVM: producers opened there before the first batch,
         # side by side, are the tasks' (elsewhere they would be of no use)
         name("warm_producers"): str(is_local(pipeline.master)).lower(),
+        name("report_address"): reports[0], name("report_token"): reports[1],
     }
 
 
@@ -157,9 +163,9 @@ class FlowQuery:
         # Resume positions come from the target's state topic, so each query starts a fresh checkpoint.
         self._checkpoint = tempfile.mkdtemp(prefix=f"{flow_name}-", dir=checkpoints)
         frame = source_frame(spark, source, assignment, flow, pipeline)
-        options = sink_options(self._key, flow_name, flow, pipeline, target, assignment, topic_map,
-                               max_message_bytes or {})
         registry = self._registry()
+        options = sink_options(self._key, flow_name, flow, pipeline, target, assignment, topic_map,
+                               max_message_bytes or {}, ("", "") if is_local(pipeline.master) else self._report_endpoint())
         registry.register(self._key)
         if options[contract.name("sink_options", "warm_producers")] == "true":
             # the producers open while Spark plans the query and generates its code, not after
@@ -188,6 +194,14 @@ class FlowQuery:
             return bool(self._spark.sparkContext._jsc.sc().isStopped())
         except Exception:  # noqa: BLE001 - the JVM went away meanwhile
             return True
+
+    def _report_endpoint(self) -> tuple[str, str]:
+        """Where executors post each commit as it happens (the driver's host, as Spark tells executors), and the
+        token they show."""
+        conf = self._spark.sparkContext.getConf()
+        host = conf.get("spark.driver.host") or "localhost"
+        endpoint = json.loads(self._registry().listen(conf.get("spark.driver.bindAddress") or host, host))
+        return str(endpoint["address"]), str(endpoint["token"])
 
     def _registry(self) -> Any:
         return self._spark.sparkContext._jvm.io.geokafka.spark.SinkRegistry  # type: ignore[union-attr]

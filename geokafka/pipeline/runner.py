@@ -36,6 +36,7 @@ from geokafka.pipeline.flow_start import FlowStarter, Prepared
 from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.schedule import FlowState
 from geokafka.pipeline.scheduler import Scheduler, ThreadScheduler
+from geokafka.pipeline.slots import Mode
 from geokafka.pipeline.startup import StartupTimeline
 from geokafka.topology.schema import Topology
 
@@ -121,6 +122,9 @@ class FlowRunner:
         self._pairs: list[TopicPair] = []
         self._topic_ids: dict[str, str] = {}
         self._jobs: FlowJobs | None = None
+        self._mode = self.topology.pipeline.mode
+        """The mode the next query runs in: the topology's, or micro-batches while the mirror lacks task slots."""
+        self._mode_said: Mode | None = None
         # works again when a commit is reported: a start that succeeds can still fail its first batch
         self._replication = RepeatedFailure(log, f"flow {self.name}: replication",
                                             f"with backoff up to {self.machine.backoff.max_s:g}s")
@@ -152,6 +156,11 @@ class FlowRunner:
         """The query runs and its writers are open, or it committed: records that come are replicated now."""
         query = self._query
         return self.replicating and query is not None and (query.writing or self.batches > 0)
+
+    @property
+    def mode(self) -> Mode:
+        """The mode the flow's query runs in (or its next start will)."""
+        return self._mode
 
     @property
     def recorded_state(self) -> str:
@@ -204,6 +213,12 @@ class FlowRunner:
         if self._signals.failed_over.is_set():
             self._failed_over_elsewhere()
             return
+        wanted = self._signals.take_mode()
+        if wanted is not None and wanted != self._mode:
+            self._mode = wanted
+            if self._query is not None:
+                self._restart(now)
+                return
         if machine.status == FlowState.RETRYING:
             if machine.start_due(now):
                 self._start()
@@ -226,6 +241,10 @@ class FlowRunner:
         if self._signals.take_reselected() is not None:
             log.info("flow %s: topic selection changed, restarting its query", self.name)
             self._restart(now)
+
+    def run_in(self, mode: Mode) -> None:
+        """Run the query in ``mode`` from now on, restarting it if it runs in the other (from any thread)."""
+        self._signals.run_in(mode)
 
     def request_stop(self) -> None:
         """Make a start that waits for Spark give up (the mirror is stopping)."""
@@ -274,6 +293,10 @@ class FlowRunner:
             if self._query is None:  # the mirror stopped while the start waited for Spark
                 return
             self.startup.reached("query started")
+            if self._mode != self._mode_said:
+                self._mode_said = self._mode
+                groups = len(assignment.groups)
+                log.info("flow %s: %s mode, %d partition group%s", self.name, self._mode, groups, "" if groups == 1 else "s")
         self.machine.started()
         self._signals.take_recreated()
         self._signals.take_reselected()
@@ -288,7 +311,11 @@ class FlowRunner:
                 return None
         if self.spark is None:
             raise errors.KafkaOperationError(f"flow {self.name}: Spark did not start", retriable=True)
-        return FlowQuery(self.spark, self.name, self.flow, self.topology.pipeline, self.source, self.target,
+        wanted = self._signals.take_mode()  # the mirror's first word on the slots comes before Spark is ready
+        if wanted is not None:
+            self._mode = wanted
+        pipeline = self.topology.pipeline.model_copy(update={"mode": self._mode})
+        return FlowQuery(self.spark, self.name, self.flow, pipeline, self.source, self.target,
                          prepared.assignment, {p.source: p.target for p in prepared.pairs}, on_batch,
                          prepared.max_message_bytes)
 

@@ -1,7 +1,11 @@
-"""How many tasks a Spark master runs at once, and how a mirror shares them among its flows (pure).
+"""How many tasks a Spark master runs at once, how a mirror shares them among its flows, and which mode
+its flows run in as slots come and go (pure).
 
 In real-time mode every partition group's task runs for a whole batch, so a mirror needs a task
-slot per group of every flow it runs: a group without a slot would wait for the batch's end.
+slot per group of every flow it runs: a group without a slot would wait for the batch's end (a
+group whose executor was lost would wait there for its retry). With fewer live slots than that, the
+flows run micro-batches, whose tasks share whatever slots there are, and return to real-time mode
+once enough slots are back (:class:`ModeWatch`).
 """
 
 from __future__ import annotations
@@ -9,6 +13,12 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Mode = Literal["real-time", "micro-batch"]
+REAL_TIME: Mode = "real-time"
+MICRO_BATCH: Mode = "micro-batch"
 
 _LOCAL = re.compile(r"^local(?:\[(\*|\d+)(?:,\s*\d+)?\])?$")
 
@@ -50,3 +60,41 @@ def master_with_slots(master: str, needed: int) -> str:
         return master
     slots = task_slots(master, {})
     return master if slots is not None and slots >= needed else f"local[{needed}]"
+
+
+@dataclass
+class ModeWatch:
+    """The mode a mirror's flows run in, from the application's live task slots (pure: the mirror feeds it the
+    slot count it reads and the time).
+
+    ``configured``: the topology's mode; ``needed``: the slots real-time mode needs (a slot per partition
+    group of every flow). Fewer slots switch to micro-batches at once; enough slots switch back to real-time
+    mode once they have stayed for ``settle_s`` (an executor that comes and goes restarts the queries once).
+    """
+
+    configured: Mode
+    needed: int
+    settle_s: float = 5.0
+    mode: Mode = field(init=False)
+    _enough_since: float | None = None
+
+    def __post_init__(self) -> None:
+        self.mode = self.configured
+
+    def update(self, slots: int | None, now: float) -> Mode | None:
+        """The mode to switch to now, or None to stay (also when the slots are not known)."""
+        if self.configured != REAL_TIME or slots is None:
+            return None
+        if slots < self.needed:
+            self._enough_since = None
+            if self.mode == REAL_TIME:
+                self.mode = MICRO_BATCH
+                return self.mode
+            return None
+        if self.mode == MICRO_BATCH:
+            if self._enough_since is None:
+                self._enough_since = now
+            if now - self._enough_since >= self.settle_s:
+                self.mode = REAL_TIME
+                return self.mode
+        return None

@@ -112,6 +112,16 @@ def get_spark(master: str = "local[*]", app_name: str = "geokafka", conf: Mappin
     return spark
 
 
+def live_task_slots(spark: SparkSession) -> int | None:
+    """Tasks the application can run at once now: its live executors' cores over the cores a task takes (the
+    count Spark checks barrier stages against; a local master's threads). None when Spark does not answer."""
+    try:
+        context = spark.sparkContext._jsc.sc()
+        return int(context.maxNumConcurrentTasks(context.resourceProfileManager().defaultResourceProfile()))
+    except Exception:  # noqa: BLE001 - a JVM going away: the caller keeps what it knew
+        return None
+
+
 def _gateway_process() -> Any:
     """The process of this interpreter's Spark JVM (py4j's gateway), or None."""
     from pyspark import SparkContext

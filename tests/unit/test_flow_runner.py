@@ -199,6 +199,22 @@ def test_stopping_closes_every_client_and_does_not_write_to_a_target_that_does_n
     assert h.queries[-1].stopped and h.admin.closed
 
 
+def test_the_mirror_switching_modes_restarts_the_running_query_once_and_the_same_mode_changes_nothing() -> None:
+    h = Harness([None, None, None])
+    h.tick_for(1)
+    assert h.runner.mode == "real-time" and len(h.queries) == 1
+    h.runner.run_in("real-time")
+    h.tick_for(2)
+    assert len(h.queries) == 1 and not h.queries[0].stopped
+    h.runner.run_in("micro-batch")  # from the mirror's thread: a task slot was lost
+    h.tick_for(2)
+    assert h.queries[0].stopped and len(h.queries) == 2 and h.runner.mode == "micro-batch"
+    assert h.runner.status == FlowState.RUNNING and h.runner.error is None
+    h.runner.run_in("real-time")
+    h.tick_for(2)
+    assert h.queries[1].stopped and len(h.queries) == 3 and h.runner.mode == "real-time"
+
+
 def test_a_recreated_source_topic_stops_the_query_and_the_next_start_decides() -> None:
     h = Harness([None, errors.DataLossError("flow f: orders/0 from offset 7 of the old topic")])
     h.tick_for(1)
@@ -455,6 +471,7 @@ def test_failed_starts_are_warned_once_per_kind_and_the_first_commit_after_them_
     assert said(caplog, "geokafka.pipeline.runner") == [
         ("WARNING", f"flow f: replication failed: cluster east (127.0.0.1:1) is not reachable {backoff}"),
         ("WARNING", f"flow f: replication failed: west: request timed out {backoff}"),
+        ("INFO", "flow f: real-time mode, 1 partition group"),
         ("WARNING", "flow f: replication works again after 8 failures"),
     ]
 

@@ -14,6 +14,8 @@ import org.apache.kafka.common.record.AbstractRecords;
 import org.apache.kafka.common.record.CompressionType;
 import org.apache.kafka.common.record.RecordBatch;
 import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One partition group's writes within a task, as KIP-618 has a task's: one transactional producer (the
@@ -21,13 +23,14 @@ import org.apache.spark.sql.catalyst.util.ArrayData;
  * one progress record per source partition that moved, committed together or not at all.
  */
 final class GroupTransaction {
+    private static final Logger LOG = LoggerFactory.getLogger(GroupTransaction.class);
     private final SinkOptions options;
     final int group;
     private final String txnId;
     private KafkaProducer<byte[], byte[]> producer;
     private boolean open;
     private final Map<String, PartitionWrites> partitions = new LinkedHashMap<>();
-    /** A retried attempt's view of what earlier attempts committed ("topic/partition" -> next). */
+    /** A newly opened writer's view of what earlier writers of its id committed ("topic/partition" -> next). */
     private final Map<String, Long> readBack;
     private final List<Failure> failures = new ArrayList<>();
 
@@ -37,16 +40,30 @@ final class GroupTransaction {
         this.options = options;
         this.group = group;
         this.txnId = options.transactionalId(group);
-        // The driver's expectations are exact for a task's first attempt: it fenced every writer and read
-        // the progress before the query started, and learns each later commit from the batch's commit
-        // messages. Only a retried attempt can follow a commit the driver never heard of: read it back.
+        // A pooled producer that is still the owner (every position it committed is what the driver expects)
+        // writes from the driver's expectations: nobody wrote for its partitions since, or its epoch would
+        // have been fenced and its first write would fail. Any other start -- a retried attempt, a task on
+        // another executor, a replacement for a lost one -- opens the id anew, which fences every earlier
+        // writer of it, and then reads back what they committed: an attempt that died after some commits
+        // of a batch the driver never heard the end of must not have its records written twice.
         ProducerPool.Session session = retry ? null : ProducerPool.take(txnId, options);
         if (session != null) {
             producer = session.producer();
             readBack = Map.of();
         } else {
             producer = ProducerPool.open(options, txnId);
-            readBack = retry ? readBack() : Map.of();
+            try {
+                readBack = readBack();
+            } catch (RuntimeException e) {
+                ProducerPool.closeQuietly(producer);  // neither pooled nor kept by anyone otherwise
+                throw e;
+            }
+            long ahead = readBack.entrySet().stream()
+                    .filter(e -> e.getValue() > options.expected.getOrDefault(e.getKey(), new long[] {-1, 0})[0]).count();
+            if (ahead > 0) {
+                LOG.info("geokafka sink: group {} of flow {}: {} partitions resume past the batch's start, where an "
+                        + "earlier writer of the group committed", group, options.flow, ahead);
+            }
         }
     }
 

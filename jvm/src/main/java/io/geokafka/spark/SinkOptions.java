@@ -9,7 +9,7 @@ import java.util.Map;
 /** What the sink needs, parsed once on the driver from the query's options (named in the contract) and
  * shipped to tasks. */
 public final class SinkOptions implements Serializable {
-    private static final long serialVersionUID = 2L;
+    private static final long serialVersionUID = 3L;
 
     final String flow;
     final String sourceCluster;
@@ -40,6 +40,10 @@ public final class SinkOptions implements Serializable {
     /** Open every group's producer on the driver before the first batch (local masters: the driver's JVM
      * is the executor's, so the tasks find them in the pool). */
     final boolean warmProducers;
+    /** Where tasks on other JVMs post each commit as it happens ({@link CommitReportServer}); empty: nowhere
+     * (local masters report in-process). */
+    final String reportAddress;
+    final String reportToken;
 
     private SinkOptions(Map<String, String> options) {
         OptionReader in = new OptionReader("geokafka sink", options);
@@ -66,6 +70,8 @@ public final class SinkOptions implements Serializable {
         caughtUpCommitMs = in.getLong(name("caught_up_commit_ms"), 20);
         maxMessageBytes = in.json(name("max_message_bytes"), "{}", new TypeReference<Map<String, Long>>() {});
         warmProducers = Boolean.parseBoolean(in.get(name("warm_producers"), "false"));
+        reportAddress = in.get(name("report_address"), "");
+        reportToken = in.get(name("report_token"), "");
     }
 
     private static String name(String role) {
@@ -106,6 +112,8 @@ public final class SinkOptions implements Serializable {
         caughtUpCommitMs = other.caughtUpCommitMs;
         maxMessageBytes = other.maxMessageBytes;
         warmProducers = other.warmProducers;
+        reportAddress = other.reportAddress;
+        reportToken = other.reportToken;
     }
 
     /** True when records go out uncompressed, so their size on the wire is known before sending. */

@@ -42,6 +42,15 @@ public final class SinkRegistry {
         return count == null ? 0 : count.get();
     }
 
+    /**
+     * Listen for the commit reports of tasks on other JVMs (cluster masters), on ``bindHost``; returns the
+     * address tasks post to (``advertisedHost:port``) and the token they must show, as a JSON object.
+     */
+    public static String listen(String bindHost, String advertisedHost) throws java.io.IOException {
+        CommitReportServer server = CommitReportServer.start(bindHost, advertisedHost);
+        return JSON.writeValueAsString(Map.of("address", server.address, "token", server.token));
+    }
+
     /** True when ``queryKey`` was registered in this JVM (a local master's tasks report live). */
     static boolean registered(String queryKey) {
         return PENDING.containsKey(queryKey);

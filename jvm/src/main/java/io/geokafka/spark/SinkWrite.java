@@ -68,16 +68,14 @@ final class SinkWrite implements Write, StreamingWrite {
         List<Map<String, Object>> news = new ArrayList<>();
         for (WriterCommitMessage message : messages) {
             if (message instanceof CommitMessage m) {
-                for (Map<String, Object> s : m.summaries()) {
+                for (Map<String, Object> s : m.positions()) {
                     String key = s.get(topic) + "/" + s.get(partition);
                     long next = ((Number) s.get(nextOffset)).longValue();
                     long state = ((Number) s.get(stateOffset)).longValue();
                     long[] before = expected.getOrDefault(key, new long[] {-1, 0});
                     expected.put(key, new long[] {next, state >= 0 ? state : before[1]});
                 }
-                if (!m.reportedLive()) {
-                    news.addAll(m.summaries());
-                }
+                news.addAll(m.unreported());
             }
         }
         if (!news.isEmpty()) {

@@ -46,13 +46,23 @@ final class TaskWriter implements DataWriter<InternalRow> {
     private final long caughtUpNanos;
     /** Local masters: each commit is reported to the driver's registry at once (same JVM). */
     private final boolean live;
+    /** Cluster masters: each commit is posted to the driver as it happens (null: the driver listens for none). */
+    private final CommitReports reports;
+    /** This attempt is the task's first (not a retry, not a resubmitted stage's). */
+    private final boolean firstAttempt;
+    private final int failAfterCommits;
+    private int commits;
 
     TaskWriter(SinkOptions options, StructType schema, long epochId) {
         this.options = options;
         this.epochId = epochId;
         TaskContext task = TaskContext.get();
-        // A write stage is never resubmitted as a whole, so the attempt number tells every retry.
-        this.retry = task == null || task.attemptNumber() > 0;
+        // A retry must not take a pooled producer (it would trust the driver's expectations, which miss what the
+        // failed attempt committed). GroupTransaction also reads back whenever it opens a producer anew, so a
+        // retry that looks like a first attempt (a resubmitted stage numbers its tasks from 0) is safe too.
+        this.firstAttempt = task != null && task.attemptNumber() == 0 && task.stageAttemptNumber() == 0;
+        this.retry = !firstAttempt;
+        this.failAfterCommits = InjectedFaults.failAfterCommits();
         key = schema.fieldIndex("key");
         value = schema.fieldIndex("value");
         topic = schema.fieldIndex("topic");
@@ -68,6 +78,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
         if (live) {
             SinkRegistry.writing(options.queryKey);
         }
+        reports = live ? null : CommitReports.of(options);
         IdleHook.register(this::commitIfDue);
     }
 
@@ -114,14 +125,20 @@ final class TaskWriter implements DataWriter<InternalRow> {
     public WriterCommitMessage commit() {
         IdleHook.clear();
         commitAll();
-        List<Map<String, Object>> reports = new ArrayList<>();
+        List<Map<String, Object>> positions = new ArrayList<>();
         for (GroupTransaction txn : groups.values()) {
             txn.release();
-            reports.addAll(txn.reports());
+            positions.addAll(txn.reports());
         }
         groups.clear();
-        return new CommitMessage(reports, live);
+        // every commit went to the driver as it happened (counts since then are 0), or what did not arrive goes now
+        List<Map<String, Object>> unreported = live ? List.of()
+                : reports != null ? reports.finish(REPORTS_FINISH_MS) : positions;
+        return new CommitMessage(positions, unreported);
     }
+
+    /** How long a task's end waits for its last commit reports to reach the driver before carrying them itself. */
+    static final long REPORTS_FINISH_MS = 5_000;
 
     @Override
     public void abort() {
@@ -141,11 +158,20 @@ final class TaskWriter implements DataWriter<InternalRow> {
         long started = System.nanoTime();
         for (GroupTransaction txn : groups.values()) {
             List<PartitionWrites> moved = txn.commit();
-            if (live && !moved.isEmpty()) {
-                List<Map<String, Object>> reports = new ArrayList<>();
-                moved.forEach(p -> reports.add(p.report(txn.group)));
-                SinkRegistry.record(options.queryKey, epochId, reports);
+            if (moved.isEmpty()) {
+                continue;
             }
+            commits++;
+            if (live || reports != null) {
+                List<Map<String, Object>> rows = new ArrayList<>();
+                moved.forEach(p -> rows.add(p.report(txn.group)));
+                if (live) {
+                    SinkRegistry.record(options.queryKey, epochId, rows);
+                } else {
+                    reports.send(epochId, rows);
+                }
+            }
+            InjectedFaults.afterCommit(failAfterCommits, commits, firstAttempt, options.flow, txn.group);
         }
         pendingSince = -1;
         lastCommitEnd = System.nanoTime();
