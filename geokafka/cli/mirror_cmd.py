@@ -16,17 +16,18 @@ from geokafka.pipeline.runner import FlowRunner
 
 
 def _table(runners: list[FlowRunner]) -> Table:
-    table = Table("flow", "state", "partitions", "replicated", "MB", "restarts", "last error", title="geokafka mirror")
+    table = Table("flow", "state", "mode", "partitions", "replicated", "MB", "restarts", "last error",
+                  title="geokafka mirror")
     for r in runners:
         written = sum(p.written for p in r.progress.values())
         mb = sum(p.bytes for p in r.progress.values()) / 1e6
-        table.add_row(r.name, r.status, str(len(r.progress)), f"{written:,}", f"{mb:,.1f}", str(r.restarts),
+        table.add_row(r.name, r.status, r.mode, str(len(r.progress)), f"{written:,}", f"{mb:,.1f}", str(r.restarts),
                       str(r.error or "")[:80])
     return table
 
 
 class LineProgress:
-    """Progress for a log or a pipe (not a terminal): one line per flow when its state changes,
+    """Progress for a log or a pipe (not a terminal): one line per flow when its state or mode changes,
     and every ``every_s`` seconds while it runs."""
 
     def __init__(self, write: Callable[[str], None], every_s: float = 10.0,
@@ -38,17 +39,17 @@ class LineProgress:
         now = self._clock()
         for r in runners:
             state, at = self._last.get(r.name, ("", float("-inf")))
-            if str(r.status) != state or now - at >= self._every_s:
-                self._last[r.name] = (str(r.status), now)
+            if f"{r.status} {r.mode}" != state or now - at >= self._every_s:
+                self._last[r.name] = (f"{r.status} {r.mode}", now)
                 self._write(progress_line(r))
 
 
 def progress_line(r: FlowRunner) -> str:
-    """``flow f: running, 12,345 records, 12.3 MB, 12 partitions, 0 restarts[, last error: ...]``."""
+    """``flow f: running, 12,345 records, 12.3 MB, 12 partitions, 0 restarts, real-time mode[, last error: ...]``."""
     written = sum(p.written for p in r.progress.values())
     mb = sum(p.bytes for p in r.progress.values()) / 1e6
     line = (f"flow {r.name}: {r.status}, {written:,} records, {mb:,.1f} MB, {len(r.progress)} partitions, "
-            f"{r.restarts} restarts")
+            f"{r.restarts} restarts, {r.mode} mode")
     return line + (f", last error: {str(r.error)[:200]}" if r.error else "")
 
 
@@ -100,7 +101,8 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
                 runners = _run(ctx, flows, duration, lambda rs: live.update(_table(rs)), stop)
     result = {
         r.name: {"state": r.status, "error": str(r.error) if r.error else None,
-                 "written": sum(p.written for p in r.progress.values()), "restarts": r.restarts,
+                 "written": sum(p.written for p in r.progress.values()), "restarts": r.restarts, "mode": r.mode,
+                 "duplicates_skipped": sum(p.duplicates_skipped for p in r.progress.values()),
                  "startup": r.startup.as_dict()}
         for r in runners
     }

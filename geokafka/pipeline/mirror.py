@@ -207,10 +207,14 @@ def _first_mode(spark: Any, modes: ModeWatch, master: str, runners: list[FlowRun
     if slots is not None and slots < modes.needed:
         modes.mode = MICRO_BATCH
         log.warning("real-time mode needs a task slot for each of the %d partition groups, and this Spark application "
-                    "has %d: running micro-batches until it has them (give the master more cores, or set "
-                    "pipeline.groups lower)", modes.needed, slots)
+                    "has %s: running micro-batches until it has them (give the master more cores, or set "
+                    "pipeline.groups lower)", modes.needed, _slots(slots))
         for runner in runners:
             runner.run_in(MICRO_BATCH)
+
+
+def _slots(count: int | None) -> str:
+    return f"{count} task slot{'' if count == 1 else 's'}"
 
 
 def _follow_slots(spark: Any, modes: ModeWatch, runners: list[FlowRunner]) -> None:
@@ -219,10 +223,10 @@ def _follow_slots(spark: Any, modes: ModeWatch, runners: list[FlowRunner]) -> No
     slots = live_task_slots(spark)
     switch = modes.update(slots, time.monotonic())
     if switch == MICRO_BATCH:
-        log.warning("the Spark application has %d task slots, %d fewer than real-time mode needs (an executor was "
-                    "lost): running micro-batches on what is left until slots are back", slots, modes.needed - (slots or 0))
+        log.warning("the Spark application has %s, %d fewer than real-time mode needs (an executor was lost): running "
+                    "micro-batches on what is left until slots are back", _slots(slots), modes.needed - (slots or 0))
     elif switch == REAL_TIME:
-        log.info("the Spark application has %d task slots again: back to real-time mode", slots)
+        log.warning("the Spark application has %s again: back to real-time mode", _slots(slots))
     if switch is not None:
         for runner in runners:
             runner.run_in(switch)

@@ -75,6 +75,9 @@ class PartitionProgress:
     next_offset: int = -1
     written: int = 0
     bytes: int = 0
+    duplicates_skipped: int = 0
+    """Records a task skipped because an earlier writer of its group had committed them (a retried or
+    replacement task, a query restarted mid-batch)."""
     last_timestamp: int = -1
     updated_at: float = 0.0
 
@@ -191,6 +194,7 @@ class FlowRunner:
             **reason,
             "written": sum(p.written for p in done),
             "bytes": sum(p.bytes for p in done),
+            "duplicates_skipped": sum(p.duplicates_skipped for p in done),
             "restarts": self.machine.restarts,
             "gaps_skipped": self.gaps_skipped,
             "host": socket.gethostname(),
@@ -397,6 +401,7 @@ class FlowRunner:
                                              PartitionProgress())
             entry.next_offset = int(row[_SUMMARY["next_offset"]])
             entry.written += int(row[_SUMMARY["written"]])
+            entry.duplicates_skipped += int(row[_SUMMARY["duplicates_skipped"]])
             entry.bytes += int(row[_SUMMARY["bytes"]])
             if int(row[_SUMMARY["last_timestamp"]]) >= 0:
                 entry.last_timestamp = int(row[_SUMMARY["last_timestamp"]])

@@ -1,30 +1,30 @@
-"""A flow on a real Spark standalone cluster: a master and two workers started from pyspark's own
+"""Flows on a real Spark standalone cluster: a master and one-core workers started from pyspark's own
 ``bin/spark-class``, as a user who outgrew one machine would run them. geokafka's jars reach the
-executors with ``spark.jars``; the records are written by executor JVMs of the workers, exactly
-once, in order, with their provenance."""
+executors with ``spark.jars``; the records are written by executor JVMs of the workers.
+
+What must hold there as on one machine: every record exactly once, in order, with its provenance,
+also when a task fails after it committed (a test hook makes it), and when a worker dies under a
+real-time query with no spare slot (the mirror falls back to micro-batches on what is left, then
+returns to real-time mode when a worker is back).
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
-from kafka_util import create_topic, produce, read_all
-from pipeline_util import wait_for, with_flows
+from kafka_util import create_topic, produce
+from mirror_util import PARTITIONS, Mirror, Traffic, assert_exactly_once, caught_up, target_ends, topology_file
+from pipeline_util import wait_for
 
-from geokafka.control.provenance import source_position
-
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
-
-TOTAL = 30_000
-PARTITIONS = 4
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240), pytest.mark.timeout(1200)]
 
 
 def _free_port() -> int:
@@ -47,33 +47,71 @@ def _listening(port: int) -> bool:
         return False
 
 
-@pytest.fixture()
-def standalone(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """``spark://`` URL of a master with two one-core workers, and the workers' work directory."""
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(_spark_class().parents[1]),
-           "SPARK_LOG_DIR": str(tmp_path / "spark-logs")}
-    port = _free_port()
-    work = tmp_path / "work"
-    procs: list[subprocess.Popen] = []
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return out
 
-    def start(name: str, *args: str) -> None:
-        with open(tmp_path / f"{name}.log", "ab") as log:
-            procs.append(subprocess.Popen([str(_spark_class()), *args], stdout=log, stderr=subprocess.STDOUT,
-                                          env=env, start_new_session=True))
 
-    try:
-        start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
-              "--webui-port", str(_free_port()))
-        wait_for(lambda: _listening(port), 120, "the Spark master")
-        for n in (1, 2):
-            start(f"worker-{n}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                  "--webui-port", str(_free_port()), "--cores", "1", "--memory", "1g",
-                  "--work-dir", str(work / f"worker-{n}"), f"spark://127.0.0.1:{port}")
-        log = tmp_path / "master.log"
-        wait_for(lambda: log.read_text(errors="replace").count("Registering worker") >= 2, 120, "two workers")
-        yield f"spark://127.0.0.1:{port}", work
-    finally:
-        for proc in procs:
+class Standalone:
+    """A standalone master and its one-core workers; workers can be killed (SIGKILL) and added."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_HOME": str(_spark_class().parents[1]),
+                    "SPARK_LOG_DIR": str(home / "spark-logs")}
+        self.port = _free_port()
+        self.url = f"spark://127.0.0.1:{self.port}"
+        self.work = home / "work"
+        self.workers: dict[int, subprocess.Popen] = {}
+        self._procs: list[subprocess.Popen] = []
+
+    def _start(self, name: str, *args: str) -> subprocess.Popen:
+        with open(self.home / f"{name}.log", "ab") as log:
+            # spark-class execs the JVM: the process is the master's or the worker's JVM itself
+            proc = subprocess.Popen([str(_spark_class()), *args], stdout=log, stderr=subprocess.STDOUT,
+                                    env=self.env, start_new_session=True)
+        self._procs.append(proc)
+        return proc
+
+    def _registered(self) -> int:
+        return (self.home / "master.log").read_text(errors="replace").count("Registering worker")
+
+    def start(self, workers: int) -> None:
+        self._start("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+                    str(self.port), "--webui-port", str(_free_port()))
+        wait_for(lambda: _listening(self.port), 120, "the Spark master")
+        for _ in range(workers):
+            self.add_worker()
+
+    def add_worker(self) -> int:
+        n = len(self.workers) + 1
+        before = self._registered()
+        self.workers[n] = self._start(
+            f"worker-{n}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1", "--webui-port",
+            str(_free_port()), "--cores", "1", "--memory", "1g", "--work-dir", str(self.work / f"worker-{n}"), self.url)
+        wait_for(lambda: self._registered() > before, 120, f"worker {n} to register")
+        return n
+
+    def executors(self, n: int) -> list[int]:
+        """The executor JVMs worker ``n`` started (its children)."""
+        return _children(self.workers[n].pid)
+
+    def kill_worker(self, n: int) -> list[int]:
+        """SIGKILL worker ``n``'s JVM alone, as a lost machine's would go; returns its executors' PIDs."""
+        orphans = self.executors(n)
+        self.workers[n].kill()
+        self.workers[n].wait(30)
+        return orphans
+
+    def stop(self) -> None:
+        for proc in self._procs:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -81,48 +119,104 @@ def standalone(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             proc.wait(30)
 
 
-def test_a_flow_runs_exactly_once_on_a_standalone_cluster(base_topology, east, west, unique, tmp_path, standalone):
-    master, work = standalone
-    topic = unique("standalone")
-    create_topic(east, topic, partitions=PARTITIONS, rf=1)
-    topology = with_flows(base_topology, sa={"source": "east", "target": "west", "topics": [topic]})
-    pipeline = topology.pipeline.model_copy(update={
-        "master": master, "spark_conf": {"spark.executor.memory": "768m", "spark.cores.max": "2"}})
-    topology_file = tmp_path / "standalone.yaml"
-    topology_file.write_text(yaml.safe_dump(topology.model_copy(update={"pipeline": pipeline})
-                                            .model_dump(mode="json", exclude_none=True)))
-    now = int(time.time() * 1000)
-    produce(east, topic, [{"key": f"k{i}".encode(), "value": f"{i:08d}".encode() * 16, "partition": i % PARTITIONS,
-                           "timestamp": now + i, "headers": [("h", str(i).encode())]} for i in range(TOTAL)])
-    mirror_log = tmp_path / "mirror.log"
-    with open(mirror_log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "geokafka", "-f", str(topology_file), "--json", "mirror", "sa"],
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]:
+    """A master with two one-core workers, for the module (each test's mirror is an application of its own)."""
+    cluster = Standalone(tmp_path_factory.mktemp("standalone"))
     try:
-        def caught_up() -> bool:
-            assert proc.poll() is None, mirror_log.read_text()[-3000:]
-            return len(read_all(west, f"east.{topic}", timeout_s=60)) >= TOTAL
-
-        wait_for(caught_up, 600, "the flow on the standalone cluster to copy every record")
-        time.sleep(3)  # anything still in flight would show up as a duplicate now
+        cluster.start(workers=2)
+        yield cluster
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-    source = {(r.partition, r.offset): r for r in read_all(east, topic)}
-    target = read_all(west, f"east.{topic}", timeout_s=120)
-    origins = [source_position(list(r.headers)) for r in target]
-    assert len(target) == TOTAL, f"{len(target) - TOTAL:+d} records (duplicates if positive)"
-    assert {(o.partition, o.offset) for o in origins if o is not None} == set(source)
-    for rec, origin in zip(target, origins):
-        assert origin is not None
-        src = source[(origin.partition, origin.offset)]
-        assert (rec.partition, rec.key, rec.value, rec.timestamp) == (src.partition, src.key, src.value, src.timestamp)
-        assert ("h", src.headers[0][1]) in rec.headers
+        cluster.stop()
+
+
+def test_a_flow_runs_exactly_once_on_a_standalone_cluster(base_topology, east, west, unique, tmp_path, standalone):
+    total = 30_000
+    topic = unique("standalone")
+    create_topic(east, topic, partitions=4, rf=1)
+    path = topology_file(base_topology, tmp_path, "sa", topic, standalone.url)
+    now = int(time.time() * 1000)
+    produce(east, topic, [{"key": f"k{i}".encode(), "value": f"{i:08d}".encode() * 16, "partition": i % 4,
+                           "timestamp": now + i, "headers": [("h", str(i).encode())]} for i in range(total)])
+    mirror = Mirror(path, "sa", tmp_path / "mirror.log")
+    try:
+        wait_for(lambda: caught_up(mirror, west, f"east.{topic}", total), 600,
+                 "the flow on the standalone cluster to copy every record")
+        # the counts the mirror shows come from the executors as they commit, not at a batch's end
+        wait_for(lambda: re.search(rf"running, {total:,} records", mirror.text()), 60, "the running line's count")
+    finally:
+        mirror.stop()
+    assert_exactly_once(east, topic, west, f"east.{topic}")
+    assert re.search(rf"flow sa: stopped, {total:,} records, .* real-time mode", mirror.text())
     # the records were written by executors the workers started, not by the driver
-    executor_logs = list(work.glob("worker-*/app-*/*/stderr"))
-    assert executor_logs, f"no executor ran on the workers (see {work})"
+    executor_logs = list(standalone.work.glob("worker-*/app-*/*/stderr"))
+    assert executor_logs, f"no executor ran on the workers (see {standalone.work})"
+
+
+def test_a_task_that_fails_after_it_committed_writes_nothing_twice(base_topology, east, west, unique, tmp_path,
+                                                                   standalone):
+    """The test hook fails each group's first task attempt after 5 commits of a real-time batch, holding it past
+    the batch's end first (as a lost executor holds its task until Spark notices): its retry reads nothing, the
+    batch ends where it started for that group, and the next batch's task, on whichever executor, opens the
+    group's writer anew and skips what the failed attempt committed."""
+    topic = unique("task-fails")
+    create_topic(east, topic, partitions=PARTITIONS, rf=1)
+    target_topic = f"east.{topic}"
+    path = topology_file(base_topology, tmp_path, "tf", topic, standalone.url, realtime_batch_s=5,
+                         **{"spark.geokafka.test.failAfterCommits": "5", "spark.geokafka.test.failStallMs": "6000",
+                            "spark.task.maxFailures": "4"})
+    mirror = Mirror(path, "tf", tmp_path / "mirror.log", json=True)
+    try:
+        with Traffic(east, topic) as traffic:
+            wait_for(lambda: mirror.alive() and all(f"failing this attempt of group {g} of flow tf" in _executor_logs(standalone)
+                                                    for g in (0, 1)), 300, "the hook to fail a task attempt of each group")
+            ends = target_ends(west, target_topic)
+            wait_for(lambda: mirror.alive() and all(e > ends[p] + 100 for p, e in target_ends(west, target_topic).items()),
+                     120, "every partition to flow after the failures")
+        wait_for(lambda: caught_up(mirror, west, target_topic, traffic.sent), 300, "the target to catch up")
+    finally:
+        mirror.stop()
+    assert mirror.summary("tf")["duplicates_skipped"] > 0  # what the failed attempts had committed came again
+    assert_exactly_once(east, topic, west, target_topic)
+
+
+def _executor_logs(cluster: Standalone) -> str:
+    return "".join(p.read_text(errors="replace") for p in cluster.work.glob("worker-*/app-*/*/stderr"))
+
+
+def test_a_lost_worker_neither_duplicates_nor_freezes(base_topology, east, west, unique, tmp_path, standalone):
+    """Real-time mode, two groups on two one-core workers, records flowing; one worker's JVM is killed (no spare
+    slot). The lost group's partitions flow again on what is left (micro-batches) long before the real-time
+    batch would end; when a worker is back the flow returns to real-time mode; every record once."""
+    topic = unique("lost-worker")
+    create_topic(east, topic, partitions=PARTITIONS, rf=1)
+    target_topic = f"east.{topic}"
+    path = topology_file(base_topology, tmp_path, "lw", topic, standalone.url)
+    mirror = Mirror(path, "lw", tmp_path / "mirror.log")
+    try:
+        with Traffic(east, topic) as traffic:
+            live = [n for n, w in standalone.workers.items() if w.poll() is None]
+            wait_for(lambda: mirror.alive() and all(standalone.executors(n) for n in live), 300,
+                     "an executor on each worker")
+            wait_for(lambda: mirror.alive() and min(target_ends(west, target_topic).values()) > 200, 300,
+                     "records flowing on every partition")
+            ends = target_ends(west, target_topic)
+            killed_at = time.monotonic()
+            standalone.kill_worker(live[0])
+            wait_for(lambda: mirror.alive() and all(e > ends[p] + 100 for p, e in target_ends(west, target_topic).items()),
+                     280, "every partition to flow again after the worker's loss")
+            resumed_s = time.monotonic() - killed_at
+            print(f"every partition flowed again {resumed_s:.1f} s after the worker's loss")
+            assert "running micro-batches" in mirror.text()
+            standalone.add_worker()
+            wait_for(lambda: mirror.alive() and "back to real-time mode" in mirror.text(), 180,
+                     "the flow to return to real-time mode")
+            ends = target_ends(west, target_topic)
+            wait_for(lambda: all(e > ends[p] + 100 for p, e in target_ends(west, target_topic).items()), 180,
+                     "records flowing in real-time mode again")
+        wait_for(lambda: caught_up(mirror, west, target_topic, traffic.sent), 300, "the target to catch up")
+    finally:
+        mirror.stop()
+    assert_exactly_once(east, topic, west, target_topic)
+    # long before the real-time batch (300 s) would have ended and freed a slot for the lost group's task
+    assert resumed_s < 150, f"the lost group's partitions waited {resumed_s:.0f} s"

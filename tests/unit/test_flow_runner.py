@@ -239,7 +239,7 @@ def test_a_gap_is_named_from_the_sinks_last_commit_when_the_state_read_is_behind
     h = Harness([None])
     h.tick_for(1)
     h.store.write(Progress("f", "orders", 0, 5))  # what a read stopped at another writer's open transaction sees
-    h.on_batch(1, [{"topic": "orders", "partition": 0, "next_offset": 7, "written": 7, "bytes": 70,
+    h.on_batch(1, [{"topic": "orders", "partition": 0, "next_offset": 7, "written": 7, "duplicates_skipped": 0, "bytes": 70,
                     "last_timestamp": -1}])  # the sink committed up to 7
     h.admin.ranges = {"orders": {0: (9, 20)}}  # the source lost 7..8
     h.queries[-1].failure = errors.DataLossError("orders-0 offset 7 is no longer on the source")

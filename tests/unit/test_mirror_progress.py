@@ -12,7 +12,7 @@ class Runner:
     """What the progress reads of a FlowRunner."""
 
     def __init__(self, name: str) -> None:
-        self.name, self.status, self.restarts = name, FlowState.STARTING, 0
+        self.name, self.status, self.restarts, self.mode = name, FlowState.STARTING, 0, "real-time"
         self.error: errors.GeokafkaError | None = None
         self.progress: dict[tuple[str, int], PartitionProgress] = {}
 
@@ -34,9 +34,17 @@ def test_a_line_per_state_change_and_every_interval() -> None:
     f.status, f.error, f.restarts = FlowState.RETRYING, errors.ClusterUnreachableError("west is down"), 1
     now[0] = 12.0
     progress([f])  # type: ignore[list-item]
+    f.status, f.error, f.mode = FlowState.RUNNING, None, "micro-batch"  # a task slot was lost
+    now[0] = 13.0
+    progress([f])  # type: ignore[list-item]
+    f.mode = "real-time"
+    now[0] = 14.0
+    progress([f])  # type: ignore[list-item]
     assert lines == [
-        "flow f: starting, 0 records, 0.0 MB, 0 partitions, 0 restarts",
-        "flow f: running, 1,234 records, 2.5 MB, 1 partitions, 0 restarts",
-        "flow f: running, 1,234 records, 2.5 MB, 1 partitions, 0 restarts",
-        "flow f: retrying, 1,234 records, 2.5 MB, 1 partitions, 1 restarts, last error: west is down",
+        "flow f: starting, 0 records, 0.0 MB, 0 partitions, 0 restarts, real-time mode",
+        "flow f: running, 1,234 records, 2.5 MB, 1 partitions, 0 restarts, real-time mode",
+        "flow f: running, 1,234 records, 2.5 MB, 1 partitions, 0 restarts, real-time mode",
+        "flow f: retrying, 1,234 records, 2.5 MB, 1 partitions, 1 restarts, real-time mode, last error: west is down",
+        "flow f: running, 1,234 records, 2.5 MB, 1 partitions, 1 restarts, micro-batch mode",
+        "flow f: running, 1,234 records, 2.5 MB, 1 partitions, 1 restarts, real-time mode",
     ]
