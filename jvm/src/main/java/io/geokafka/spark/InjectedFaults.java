@@ -19,21 +19,19 @@ final class InjectedFaults {
 
     private InjectedFaults() {}
 
-    /** The configured N, 0 when none (or outside Spark). */
-    static int failAfterCommits() {
-        return conf(FAIL_AFTER_COMMITS);
-    }
-
-    private static int conf(String key) {
+    /** The configured value of ``key`` ({@link #FAIL_AFTER_COMMITS}, {@link #STALL_MS}), 0 when none (or
+     * outside Spark). */
+    static int conf(String key) {
         SparkEnv env = SparkEnv.get();
         return env == null ? 0 : env.conf().getInt(key, 0);
     }
 
-    /** Throw when ``commits`` reached ``failAfter`` (> 0) on a first attempt, once per flow and group here. */
-    static void afterCommit(int failAfter, int commits, boolean firstAttempt, String flow, int group) {
+    /** Throw when ``commits`` reached ``failAfter`` (> 0) on a first attempt, once per flow and group here, after
+     * holding the task ``stallMs``. */
+    static void afterCommit(int failAfter, int stallMs, int commits, boolean firstAttempt, String flow, int group) {
         if (failAfter > 0 && commits >= failAfter && firstAttempt && FAILED.add(flow + "#" + group)) {
             try {
-                Thread.sleep(conf(STALL_MS));
+                Thread.sleep(stallMs);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }

@@ -51,6 +51,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
     /** This attempt is the task's first (not a retry, not a resubmitted stage's). */
     private final boolean firstAttempt;
     private final int failAfterCommits;
+    private final int failStallMs;
     private int commits;
 
     TaskWriter(SinkOptions options, StructType schema, long epochId) {
@@ -62,7 +63,8 @@ final class TaskWriter implements DataWriter<InternalRow> {
         // retry that looks like a first attempt (a resubmitted stage numbers its tasks from 0) is safe too.
         this.firstAttempt = task != null && task.attemptNumber() == 0 && task.stageAttemptNumber() == 0;
         this.retry = !firstAttempt;
-        this.failAfterCommits = InjectedFaults.failAfterCommits();
+        this.failAfterCommits = InjectedFaults.conf(InjectedFaults.FAIL_AFTER_COMMITS);
+        this.failStallMs = failAfterCommits > 0 ? InjectedFaults.conf(InjectedFaults.STALL_MS) : 0;
         key = schema.fieldIndex("key");
         value = schema.fieldIndex("value");
         topic = schema.fieldIndex("topic");
@@ -171,7 +173,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
                     reports.send(epochId, rows);
                 }
             }
-            InjectedFaults.afterCommit(failAfterCommits, commits, firstAttempt, options.flow, txn.group);
+            InjectedFaults.afterCommit(failAfterCommits, failStallMs, commits, firstAttempt, options.flow, txn.group);
         }
         pendingSince = -1;
         lastCommitEnd = System.nanoTime();

@@ -68,12 +68,15 @@ class CommitReportsTest {
 
     @Test
     void theHookFailsAFirstAttemptOnceItsCommitsReachTheCountAndOncePerFlowAndGroupInAJvm() {
-        InjectedFaults.afterCommit(0, 100, true, "hook-f", 0);  // not asked for
-        InjectedFaults.afterCommit(3, 2, true, "hook-f", 0);  // not yet
-        InjectedFaults.afterCommit(3, 3, false, "hook-f", 0);  // a retry never fails
-        GeokafkaException e = assertThrows(GeokafkaException.class, () -> InjectedFaults.afterCommit(3, 3, true, "hook-f", 0));
+        InjectedFaults.afterCommit(0, 0, 100, true, "hook-f", 0);  // not asked for
+        InjectedFaults.afterCommit(3, 0, 2, true, "hook-f", 0);  // not yet
+        InjectedFaults.afterCommit(3, 0, 3, false, "hook-f", 0);  // a retry never fails
+        long started = System.nanoTime();
+        GeokafkaException e = assertThrows(GeokafkaException.class,
+                () -> InjectedFaults.afterCommit(3, 50, 3, true, "hook-f", 0));
         assertEquals(true, e.retriable());
-        InjectedFaults.afterCommit(3, 4, true, "hook-f", 0);  // once per flow and group in this JVM
-        assertThrows(GeokafkaException.class, () -> InjectedFaults.afterCommit(3, 3, true, "hook-f", 1));
+        assertEquals(true, System.nanoTime() - started >= 50_000_000L);  // held first, as a lost executor holds it
+        InjectedFaults.afterCommit(3, 0, 4, true, "hook-f", 0);  // once per flow and group in this JVM
+        assertThrows(GeokafkaException.class, () -> InjectedFaults.afterCommit(3, 0, 3, true, "hook-f", 1));
     }
 }
