@@ -20,12 +20,22 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     ├── JvmFatalError (13)         Spark's JVM failed (out of memory, ...): nothing in it can be trusted
     └── OutputError (14)           a file to write cannot be written as asked (exists, too large)
 
-Exit codes from 20 on are not errors but answers: `geokafka status` exits 20 when a flow needs a person.
+Exit codes from 20 on are not errors but answers (:data:`ANSWERS`): `geokafka status` exits 20 when a flow
+needs a person; `geokafka mirror` exits 21 when every flow it ran is failed over.
 """
 
 from __future__ import annotations
 
 import re
+
+UNHEALTHY_EXIT = 20
+ALL_FAILED_OVER_EXIT = 21
+ANSWERS: dict[int, str] = {
+    UNHEALTHY_EXIT: "`geokafka status`: a flow needs a person (in error or down, or its source or state cannot be read)",
+    ALL_FAILED_OVER_EXIT: ("`geokafka mirror`: every flow it ran is failed over, nothing is left for it to replicate "
+                           "(a service unit with `RestartPreventExitStatus=21` stays stopped)"),
+}
+"""Exit codes that answer a question rather than report an error."""
 
 
 class GeokafkaError(Exception):

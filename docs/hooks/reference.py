@@ -298,7 +298,7 @@ def exit_codes_page(root: type[BaseException]) -> str:
     lines = [GENERATED, "# Exit codes", "",
              "A command that fails prints one line, `Type: message`, on stderr and exits with its error's code "
              "(`geokafka/errors.py`); never a traceback (`GEOKAFKA_DEBUG=1` adds one for an internal error). "
-             "`geokafka status` exits 20 when a flow needs a person: an answer, not an error. Ctrl-C exits 130.", "",
+             "Exit codes from 20 on are answers, not errors (below). Ctrl-C exits 130.", "",
              "| error | exit code | retriable | meaning |", "|---|---|---|---|"]
 
     def walk(cls: type[BaseException], depth: int) -> None:
@@ -312,4 +312,8 @@ def exit_codes_page(root: type[BaseException]) -> str:
             walk(sub, depth + 1)
 
     walk(root, 0)
+    from geokafka.errors import ANSWERS
+
+    lines += ["", "Answers, not errors:", "", "| exit code | meaning |", "|---|---|"]
+    lines += [f"| {code} | {_cell(meaning)} |" for code, meaning in sorted(ANSWERS.items())]
     return "\n".join(lines) + "\n"

@@ -11,8 +11,10 @@ from rich.live import Live
 from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.errors import ALL_FAILED_OVER_EXIT
 from geokafka.infra.signals import stop_on_signals
 from geokafka.pipeline.runner import FlowRunner
+from geokafka.pipeline.schedule import FlowState
 
 
 def _table(runners: list[FlowRunner]) -> Table:
@@ -112,6 +114,13 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
         err = failed[0].error
         assert err is not None
         raise err
+    if runners and all(r.status == FlowState.FAILED_OVER for r in runners):
+        # a service manager that restarts the mirror on exit would start Spark again every few seconds for nothing
+        if not ctx.json_output:
+            click.echo(f"every flow of this mirror is failed over: nothing is left for it to replicate (exit "
+                       f"{ALL_FAILED_OVER_EXIT}: a service unit with RestartPreventExitStatus={ALL_FAILED_OVER_EXIT} stays "
+                       "stopped)", err=True)
+        click.get_current_context().exit(ALL_FAILED_OVER_EXIT)
 
 
 def _run(ctx: CliContext, flows: tuple[str, ...], duration: float | None, on_tick,  # type: ignore[no-untyped-def]

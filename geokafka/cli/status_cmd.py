@@ -10,11 +10,11 @@ import time
 import click
 
 from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.errors import UNHEALTHY_EXIT
 from geokafka.infra.signals import stop_on_signals
 from geokafka.monitoring.collect import StatusCollector, collect_status
 
 _JSON_HELP = "machine-readable output on stdout (same as the global --json)"
-UNHEALTHY_EXIT = 20
 """Exit code of a one-shot `status` that shows a flow in error, down, or with an unreachable source or state."""
 
 

@@ -179,3 +179,37 @@ def test_a_stop_of_every_process_while_spark_starts_is_a_clean_stop(base_topolog
     text = log.read_text()
     assert f"flow {flow}: stopped" in text[text.rindex("mirror stopped"):], text[-2000:]
     assert "Traceback" not in text and "InternalError" not in text, text[-2000:]
+
+
+def test_a_mirror_whose_every_flow_is_failed_over_exits_21_and_the_documented_unit_does_not_restart_it(
+        base_topology, east, west, unique, tmp_path) -> None:
+    """`failover` (from another process) ends the mirror's only flow: the mirror says so and exits with the answer
+    code the docs' systemd unit lists in RestartPreventExitStatus; started again, it exits the same way at once."""
+    topic, flow = unique("failed-over"), unique("failed-over")
+    create_topic(east, topic, partitions=2, rf=3)
+    produce(east, topic, numbered_records(40, 2))
+    topology = with_flows(base_topology, **{flow: {"source": "east", "target": "west", "topics": [topic]}})
+    path = tmp_path / "geokafka.yaml"
+    path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
+    log = tmp_path / "mirror.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(GEOKAFKA), "-f", str(path), "mirror", flow], stdout=out,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        wait_for_line(proc, log, f"flow {flow}: running, 40 records")
+        done = subprocess.run([str(GEOKAFKA), "-f", str(path), "failover", flow], capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert proc.wait(120) == 21, log.read_text()[-3000:]
+    finally:
+        if left_behind(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert f"flow {flow}: failed-over" in text and "every flow of this mirror is failed over" in text, text[-2000:]
+    unit = (Path(__file__).parents[2] / "docs" / "operations" / "running.md").read_text()
+    prevented = {int(code) for line in unit.splitlines() if line.startswith("RestartPreventExitStatus=")
+                 for code in line.split("=", 1)[1].split()}
+    assert 21 in prevented and "Restart=always" in unit
+    again = subprocess.run([str(GEOKAFKA), "-f", str(path), "mirror", flow], capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 21, again.stdout[-2000:] + again.stderr[-2000:]
