@@ -14,7 +14,10 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     ├── RecordTooLargeError (8)    a record does not fit the target topic
     ├── AuthError (9)              credentials or TLS were refused
     ├── FlowStateError (10)        the flow is in the wrong state for the command
-    │   └── FlowFailedOverError    the flow was failed over: a mirror must not replicate it
+    │   ├── FlowFailedOverError    the flow was failed over: a mirror must not replicate it
+    │   ├── AlreadyFailedOverError failover/promote of a flow failed over already
+    │   ├── NotFailedOverError     failback of a flow that is not failed over
+    │   └── SourceStillReachedError failover refused: the mirror still reaches the source
     ├── DrillFailedError (11)      a drill saw reality disagree with the plan
     ├── PartitionMismatchError (12) a target topic has fewer partitions than its source
     ├── JvmFatalError (13)         Spark's JVM failed (out of memory, ...): nothing in it can be trusted
@@ -117,6 +120,19 @@ class FlowStateError(GeokafkaError):
 
 class FlowFailedOverError(FlowStateError):
     """The flow was failed over to its target; only failback may start it again."""
+
+
+class AlreadyFailedOverError(FlowStateError):
+    """`failover` or `promote` of a flow that is failed over already (a site-wide run counts it as done)."""
+
+
+class NotFailedOverError(FlowStateError):
+    """`failback` of a flow that is not failed over (a site-wide run counts it as done)."""
+
+
+class SourceStillReachedError(FlowStateError):
+    """`failover` refused: the flow's own mirror still reaches the source, so the site looks lost from here only
+    (a network partition); ``--force`` fails over anyway."""
 
 
 class DrillFailedError(GeokafkaError):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.errors import TopologyError
 from geokafka.failover.failover import FailoverReport
+from geokafka.failover.site import SiteReport
 
 
 def rpo_headline(report: FailoverReport) -> str:
@@ -51,20 +55,71 @@ def _emit(ctx: CliContext, report: FailoverReport) -> None:
         ctx.console.print(f"note: {note}")
 
 
+def render_site(report: SiteReport) -> Table:
+    """One row per flow of the site: what happened, its RPO and groups, its time."""
+    verb = f"{report.kind} (dry run: nothing changed)" if report.dry_run else report.kind
+    table = Table("flow", "source -> target", "result", "RPO", "groups moved", "took",
+                  title=f"{verb} of site {report.site}: {len(report.outcomes)} flows")
+    for o in report.outcomes:
+        rpo, groups = "-", "-"
+        if o.error is not None:
+            result = f"FAILED: {type(o.error).__name__}: {o.error}"
+        elif o.done_before is not None:
+            result = "done before: " + o.done_before
+        else:
+            result = "would be done" if report.dry_run else "done"
+            promote = getattr(o.report, "promote", None) or o.report
+            if isinstance(promote, FailoverReport):
+                rpo = promote.rpo.headline()
+                groups = str(len(promote.groups))
+        table.add_row(o.flow, f"{o.source} -> {o.target}", result, rpo, groups, f"{o.duration_s:.1f} s")
+    failed = ", ".join(o.flow for o in report.failed)
+    table.caption = (f"took {report.duration_s:.1f} s" + (f"; failed: {failed} (run it again to finish them: what is "
+                                                            "done stays done)" if failed else ""))
+    return table
+
+
+def _flow_or_site(flow: str | None, site: str | None) -> None:
+    if (flow is None) == (site is None):
+        raise TopologyError("name one FLOW or one --site SITE")
+
+
+def _run_site(ctx: CliContext, site: str, kind: str, run: Callable[[str], object], dry_run: bool,
+              parallel: bool = True) -> None:
+    from geokafka.failover.site import run_for_site
+
+    report = run_for_site(ctx.topology, site, kind, run, dry_run=dry_run, parallel=parallel)
+    if ctx.json_output:
+        ctx.emit(report.to_dict())
+    else:
+        ctx.console.print(render_site(report))
+        for outcome in report.outcomes:
+            notes = getattr(outcome.report, "notes", None) or []
+            for note in notes:
+                ctx.console.print(f"note ({outcome.flow}): {note}")
+    if report.exit_code:
+        click.get_current_context().exit(report.exit_code)
+
+
 _DRY_RUN = "print exactly what would happen and change nothing"
+_SITE = "every flow whose source is this cluster, side by side, in one report"
 _OVERWRITE = ("also move groups that consumers on the target moved (by default they stay where they are, "
               "and the report says so)")
 
 
 @click.command()
-@click.argument("flow")
+@click.argument("flow", required=False)
+@click.option("--site", default=None, help=_SITE)
 @click.option("--dry-run", is_flag=True, help=_DRY_RUN)
 @click.option("--timeout", "probe_timeout", default=5.0, type=click.FloatRange(min=0.1),
               help="seconds to wait for the source to answer (a dead site answers at once)")
 @click.option("--overwrite-target-offsets", is_flag=True, help=_OVERWRITE)
+@click.option("--force", is_flag=True,
+              help="fail over even though the flow's mirror still reaches the source (a partition, not a lost site)")
 @pass_ctx
-def failover(ctx: CliContext, flow: str, dry_run: bool, probe_timeout: float, overwrite_target_offsets: bool) -> None:
-    """The source site is gone: stop FLOW, move its groups to the target, report the loss.
+def failover(ctx: CliContext, flow: str | None, site: str | None, dry_run: bool, probe_timeout: float,
+             overwrite_target_offsets: bool, force: bool) -> None:
+    """The source site is gone: stop FLOW (or every flow of --site), move its groups to the target, report the loss.
 
     \b
     Fences the flow's writers (nothing more lands), marks it failed-over on the target (a
@@ -73,41 +128,69 @@ def failover(ctx: CliContext, flow: str, dry_run: bool, probe_timeout: float, ov
     partition what the last observation of the source held that the target does not, and the
     RPO as an interval: seen and not replicated, up to what the source could have taken since
     at its peak write rate (`geokafka reconcile FLOW` counts it exactly once the source is back).
+    When the source does not answer from here but the flow's mirror (at the target's site)
+    still reaches it, this is a partition, not a lost site: refused unless --force.
+    --site SITE does all of this for every flow whose source is SITE, side by side: one
+    report, exit 0 when every flow is failed over (also those that were already), else the
+    first failed flow's code; run it again to finish what failed.
     WARNING: after this, FLOW no longer replicates; use `failback` to reverse it. Try
     --dry-run first.
     """
     from geokafka.failover.failover import failover as run
 
-    _emit(ctx, run(ctx.topology, flow, probe_timeout_s=probe_timeout, overwrite_groups=overwrite_target_offsets,
-                   dry_run=dry_run))
+    _flow_or_site(flow, site)
+
+    def one(name: str) -> FailoverReport:
+        return run(ctx.topology, name, probe_timeout_s=probe_timeout, overwrite_groups=overwrite_target_offsets,
+                   dry_run=dry_run, force=force)
+
+    if site is not None:
+        _run_site(ctx, site, "failover", one, dry_run)
+    else:
+        assert flow is not None
+        _emit(ctx, one(flow))
 
 
 @click.command()
-@click.argument("flow")
+@click.argument("flow", required=False)
+@click.option("--site", default=None, help=_SITE)
 @click.option("--timeout", default=120.0, help="seconds to wait for the flow to catch up")
 @click.option("--dry-run", is_flag=True, help=_DRY_RUN)
 @click.option("--overwrite-target-offsets", is_flag=True, help=_OVERWRITE)
 @pass_ctx
-def promote(ctx: CliContext, flow: str, timeout: float, dry_run: bool, overwrite_target_offsets: bool) -> None:
-    """Planned move of FLOW to its target, with zero loss.
+def promote(ctx: CliContext, flow: str | None, site: str | None, timeout: float, dry_run: bool,
+            overwrite_target_offsets: bool) -> None:
+    """Planned move of FLOW (or every flow of --site) to its target, with zero loss.
 
     Stop producers on the source first. Waits until the running mirror has replicated every
     committed record, syncs configs and groups a last time, then fails over (RPO 0), or
-    refuses with the partitions still behind after --timeout.
+    refuses with the partitions still behind after --timeout. --site: every flow whose source
+    is SITE, side by side, one report.
     """
     from geokafka.failover.failover import failover as run
 
-    _emit(ctx, run(ctx.topology, flow, promote=True, timeout_s=timeout, overwrite_groups=overwrite_target_offsets,
-                   dry_run=dry_run))
+    _flow_or_site(flow, site)
+
+    def one(name: str) -> FailoverReport:
+        return run(ctx.topology, name, promote=True, timeout_s=timeout, overwrite_groups=overwrite_target_offsets,
+                   dry_run=dry_run)
+
+    if site is not None:
+        _run_site(ctx, site, "promote", one, dry_run)
+    else:
+        assert flow is not None
+        _emit(ctx, one(flow))
 
 
 @click.command()
-@click.argument("flow")
+@click.argument("flow", required=False)
+@click.option("--site", default=None,
+              help="every failed-over flow whose source is this cluster, one after another, in one report")
 @click.option("--timeout", default=300.0, help="seconds to wait for the reverse flow to catch up")
 @click.option("--dry-run", is_flag=True, help=_DRY_RUN)
 @pass_ctx
-def failback(ctx: CliContext, flow: str, timeout: float, dry_run: bool) -> None:
-    """After a failover of FLOW, make the original source the primary again.
+def failback(ctx: CliContext, flow: str | None, site: str | None, timeout: float, dry_run: bool) -> None:
+    """After a failover of FLOW (or of every flow of --site), make the original source the primary again.
 
     \b
     Steps (printed as they are done):
@@ -118,9 +201,17 @@ def failback(ctx: CliContext, flow: str, timeout: float, dry_run: bool) -> None:
     4. promote it (RPO 0) and move every group to the first record it has not processed at
        the original site;
     5./6. you move clients back and restart `geokafka mirror FLOW`.
+    --site SITE: every flow whose source is SITE, one after another (each runs its reverse flow
+    on Spark), one report; flows already back at SITE count as done.
     """
     from geokafka.failover.failback import failback as run
 
+    _flow_or_site(flow, site)
+    if site is not None:
+        _run_site(ctx, site, "failback", lambda name: run(ctx.topology, name, timeout_s=timeout, dry_run=dry_run),
+                  dry_run, parallel=False)
+        return
+    assert flow is not None
     report = run(ctx.topology, flow, timeout_s=timeout, dry_run=dry_run)
     if ctx.json_output:
         ctx.emit(report.to_dict())

@@ -106,7 +106,26 @@ def _register() -> None:
             cli.add_command(command)
 
 
+def _json_after_command(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    found = ctx.find_object(CliContext)
+    if value and found is not None:
+        found.json_output = True
+
+
+def _accept_json_after_every_command(group: click.Group) -> None:
+    """``geokafka status --json`` as well as ``geokafka --json status``: every command (and sub-command) takes the
+    global flag after its name too, unless it has a ``--json`` of its own."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            _accept_json_after_every_command(command)
+        elif not any("--json" in getattr(p, "opts", ()) for p in command.params):
+            command.params.append(click.Option(["--json"], is_flag=True, expose_value=False, is_eager=True,
+                                               callback=_json_after_command,
+                                               help="machine-readable output on stdout (same as the global --json)"))
+
+
 _register()
+_accept_json_after_every_command(cli)
 
 
 def main() -> None:

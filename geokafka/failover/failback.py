@@ -28,7 +28,7 @@ from geokafka.control.offsets.back import BackReport, move_groups_back
 from geokafka.control.selection import select_groups, select_topics
 from geokafka.control.state_records import Role
 from geokafka.control.state_store import state_store
-from geokafka.errors import FlowStateError
+from geokafka.errors import FlowStateError, NotFailedOverError
 from geokafka.failover.failover import FailoverReport, failover
 from geokafka.failover.reconcile import ReconcileReport, reconcile
 from geokafka.infra.threads import in_thread
@@ -96,7 +96,7 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
     flow = topology.flow(flow_name)
     target = connection(topology, flow.target)
     if state_store(target).read().role(flow_name) != Role.FAILED_OVER:
-        raise FlowStateError(f"flow {flow_name} is not failed over; nothing to fail back")
+        raise NotFailedOverError(f"flow {flow_name} is not failed over; nothing to fail back")
     ClusterAdmin(connection(topology, flow.source)).check_reachable()
     full = with_reverse_flow(topology, flow_name)
     reverse = reverse_flow_name(flow_name)

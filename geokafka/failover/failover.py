@@ -29,7 +29,8 @@ from geokafka.control.selection import select_topics
 from geokafka.control.state_records import FailoverRecord, Role
 from geokafka.control.state_store import StateSnapshot, state_store
 from geokafka.control.topic_sync import TopicPair, sync_topic_configs
-from geokafka.errors import ClusterUnreachableError, FlowStateError
+from geokafka.errors import AlreadyFailedOverError, ClusterUnreachableError, FlowStateError, SourceStillReachedError
+from geokafka.failover.vantage import mirror_still_reaches, mirror_view
 from geokafka.pipeline.fencing import fence
 from geokafka.pipeline.groups import recorded_writers
 from geokafka.topology.schema import Topology
@@ -70,6 +71,8 @@ class FailoverReport:
     partitions: list[PartitionLoss] = field(default_factory=list)
     groups: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    mirror_view: dict[str, Any] | None = None
+    """The flow's mirror's own view of the source when the command decided (see :mod:`~geokafka.failover.vantage`)."""
 
     @property
     def rpo_records(self) -> int:
@@ -149,11 +152,14 @@ def failover(
     overwrite_groups: bool = False,
     dry_run: bool = False,
     move_groups: bool = True,
+    force: bool = False,
 ) -> FailoverReport:
     """Fail the flow over to its target (``promote``: only once fully caught up, RPO 0).
 
     The source is probed once, in parallel with the work on the target, for at most
-    ``probe_timeout_s`` (a dead site answers at once). ``overwrite_groups`` also moves target
+    ``probe_timeout_s`` (a dead site answers at once). When it does not answer from here but the
+    flow's mirror still reaches it (:func:`~geokafka.failover.vantage.mirror_still_reaches`), this
+    is a partition, not a lost site: refused unless ``force``. ``overwrite_groups`` also moves target
     groups that consumers on the target moved. ``dry_run`` decides and reports everything and
     changes nothing. ``move_groups=False`` leaves consumer groups to the caller (failback).
     """
@@ -168,7 +174,7 @@ def failover(
         store = state_store(target)
         state = store.read()
         if state.role(flow_name) == Role.FAILED_OVER:
-            raise FlowStateError(f"flow {flow_name} is already failed over to {flow.target}")
+            raise AlreadyFailedOverError(f"flow {flow_name} is already failed over to {flow.target}")
         if promote:
             if not probe.result():
                 raise ClusterUnreachableError(
@@ -176,6 +182,15 @@ def failover(
                 )
             source_admin.timeout_s = 15.0
             state = _promote_preparation(topology, flow_name, source_admin, timeout_s, report)
+        elif not force and not probe.result():
+            seen = mirror_still_reaches(store.read, flow_name)
+            if seen is not None:
+                refusal = (f"{seen.describe(flow.source)} (its heartbeat {seen.heartbeat_age_s or 0:.1f} s old) while "
+                           f"{flow.source} does not answer from here: this looks like a partition between here and "
+                           f"{flow.source}, not a lost site; --force to fail over anyway")
+                if not dry_run:
+                    raise SourceStillReachedError(f"flow {flow_name}: {refusal}")
+                report.notes.append(f"would refuse: {refusal}")
         if not dry_run:  # from here on nothing more lands on the target from this flow
             store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind)
             state = store.read()  # a generation recorded since the first read (a mirror that just started)
@@ -187,6 +202,7 @@ def failover(
             state = store.read_settled()
         report.source_reachable = probe.result()
         probed_at_ms = int(time.time() * 1000)
+        report.mirror_view = mirror_view(state, flow_name, probed_at_ms).to_dict()
     report.observed_at_ms, report.partitions = losses(flow_name, state)
     if promote:
         report.rpo = RpoInterval.exact(0, 0.0)  # caught up before the role changed: nothing to lose
