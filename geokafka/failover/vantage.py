@@ -16,9 +16,17 @@ from typing import Any
 
 from geokafka.control.state_store import StateSnapshot
 
-FRESH_S = 3.0
-"""A look at the source younger than this may still be going on: `failover` waits to see whether the next
-look comes (a site lost a second ago was seen a second ago too)."""
+FRESH_S = 10.0
+"""A look at the source younger than this, with no failed look after it, from a mirror whose heartbeat is live:
+the mirror may still reach the source (its looks come every ``rpo.observe_ms``; a look at a source that is gone
+fails within its time-out of a few seconds and is recorded as failed)."""
+
+WAIT_S = 5.0
+"""How long `failover` waits for the mirror's next look (or a failed one) before it decides the mirror lost the
+source too: a site lost a second ago was seen a second ago."""
+
+LIVE_HEARTBEAT_S = 15.0
+"""A mirror whose heartbeat (every 5 s) is older than this gives no second view."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,14 @@ class MirrorView:
     def lost_source(self) -> bool:
         """The mirror's latest look at the source failed."""
         return self.failed_at_ms is not None
+
+    @property
+    def might_reach_source(self) -> bool:
+        """A live mirror whose last look, younger than :data:`FRESH_S`, reached the source and none failed since."""
+        age = self.observed_age_s
+        live = self.heartbeat_state in ("running", "starting", "retrying") and self.heartbeat_age_s is not None \
+            and self.heartbeat_age_s <= LIVE_HEARTBEAT_S
+        return live and not self.lost_source and age is not None and age < FRESH_S
 
     def describe(self, source: str) -> str:
         """One phrase, e.g. ``the mirror last reached nyc 0.4 s ago`` or ``the mirror lost nyc 12.0 s ago``."""
@@ -72,18 +88,17 @@ def mirror_view(state: StateSnapshot, flow: str, now_ms: int) -> MirrorView:
     )
 
 
-def mirror_still_reaches(read: Callable[[], StateSnapshot], flow: str, wait_s: float = FRESH_S,
+def mirror_still_reaches(read: Callable[[], StateSnapshot], flow: str, wait_s: float = WAIT_S,
                          clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
                          ) -> MirrorView | None:
     """The mirror's view when it still reaches the source, else None.
 
-    A look younger than :data:`FRESH_S` with no failed look after it may be the last one before the site died:
-    read the state again (every 0.2 s, up to ``wait_s``) until a newer look shows up (the mirror still reaches
-    the source) or a failed one does, or none comes (it lost the source too, or is gone itself).
+    A live mirror's look younger than :data:`FRESH_S` with no failed look after it may be the last one before the
+    site died: read the state again (every 0.2 s, up to ``wait_s``) until a newer look shows up (the mirror still
+    reaches the source) or a failed one does, or none comes (it lost the source too, or is gone itself).
     """
     first = mirror_view(read(), flow, int(clock() * 1000))
-    age = first.observed_age_s
-    if first.lost_source or age is None or age >= FRESH_S:
+    if not first.might_reach_source:
         return None
     deadline = clock() + wait_s
     while clock() < deadline:

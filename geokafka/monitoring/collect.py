@@ -9,6 +9,7 @@ from geokafka.control.rpo import RpoInterval, rpo_interval
 from geokafka.control.state_records import Role
 from geokafka.control.state_store import StateSnapshot
 from geokafka.errors import GeokafkaError
+from geokafka.failover.vantage import mirror_view
 from geokafka.guard.journal import Journal
 from geokafka.guard.summary import GuardStatus, summarize
 from geokafka.monitoring.status import (
@@ -106,12 +107,18 @@ class StatusCollector:
         record = None if heartbeat is None else heartbeat.as_dict()
         partitions, source_error, observed_ms, now_ms = flow_partitions(io, name, flow, state)
         reachable = source_error is None
-        shown, age = headline_state(record, now_ms, reachable, self.stale_after_s, state.role(name))
+        view = mirror_view(state, name, now_ms)
+        shown, age = headline_state(record, now_ms, reachable, self.stale_after_s, state.role(name),
+                                    view.might_reach_source)
         status = FlowStatus(
             name=name, source=flow.source, target=flow.target, state=shown, heartbeat_age_s=age,
             source_reachable=reachable, source_error=source_error, partitions=partitions,
-            last_failover=state.failover_report(name), **mirror_details(record),
+            last_failover=state.failover_report(name), mirror_view=view.to_dict(),
+            mirror_view_text=view.describe(flow.source), **mirror_details(record),
         )
+        if not reachable and shown != "source-unreachable" and shown != "failed-over":
+            status.source_error = (f"{source_error}; but {view.describe(flow.source)}: a partition between here "
+                                   f"and {flow.source}, not a lost site (run `failover` only if the mirror loses it too)")
         if state_error is not None:
             status.state_error = f"state unavailable: {state_error}"
             if record is not None:

@@ -175,6 +175,10 @@ class FlowStatus:
     """Why no lag can be counted for a source topic that was re-created, one line per topic."""
     held_groups: list[dict[str, Any]] = field(default_factory=list)
     """Group partitions the offset sync leaves alone because the group is in use on the target."""
+    mirror_view: dict[str, Any] | None = None
+    """The flow's mirror's own view of the source (its last look, as it recorded it on the target), beside this
+    process's: a source that does not answer from here but does from the mirror is a partition, not a lost site."""
+    mirror_view_text: str | None = None
 
 
 @dataclass
@@ -263,20 +267,22 @@ def observed_lag(
 
 def headline_state(
     record: dict[str, Any] | None, now_ms: int, source_reachable: bool, stale_after_s: float = STALE_AFTER_S,
-    role: str | None = None,
+    role: str | None = None, mirror_reaches_source: bool = False,
 ) -> tuple[str, float | None]:
     """(state shown to the user, heartbeat age in seconds) from the ``flow/<name>`` record.
 
     Precedence: failed-over (the ``role/<name>`` record or the flow's state), then
-    source-unreachable, then error, then down (a live state whose heartbeat is older than
-    ``stale_after_s``), then the recorded state.
+    source-unreachable (unless the mirror, with a fresh heartbeat, still reaches the source: then
+    only the path from here is cut, and the mirror's state stands), then error, then down (a live
+    state whose heartbeat is older than ``stale_after_s``), then the recorded state.
     """
     recorded = (record or {}).get("state")
     at_ms = (record or {}).get("at_ms")
     age = None if at_ms is None else max(0.0, (now_ms - int(at_ms)) / 1000)
     if recorded == "failed-over" or role == "failed-over":
         return "failed-over", age
-    if not source_reachable:
+    live_mirror = recorded in LIVE_STATES and age is not None and age <= stale_after_s
+    if not source_reachable and not (mirror_reaches_source and live_mirror):
         return "source-unreachable", age
     if recorded is None:
         return "not-started", age

@@ -59,6 +59,9 @@ def state_line(flow: FlowStatus) -> Text:
     if flow.heartbeat_age_s is not None:
         what = "heartbeat" if flow.mirror_state in LIVE_STATES else "recorded"
         details.append(f"{what} {fmt_seconds(flow.heartbeat_age_s)} ago")
+    if flow.failover is None and flow.mirror_view_text and flow.mirror_state in LIVE_STATES:
+        here = "answers here" if flow.source_reachable else "does not answer here"
+        details.append(f"source: {here}; {flow.mirror_view_text}")
     if details:
         text.append(f" ({', '.join(details)})")
     for problem in (flow.reason, flow.source_error, flow.state_error):

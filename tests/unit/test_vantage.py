@@ -34,15 +34,18 @@ def test_a_mirror_whose_looks_keep_coming_still_reaches_the_source() -> None:
 
 def test_a_last_look_that_is_not_followed_by_another_is_a_lost_site_after_the_wait() -> None:
     store, clock = InMemoryStateStore("atl"), Clock(1000.0)
-    store.write(SourceEnds("f", 999_500, {"orders/0": 5}))  # the look just before the site died
+    store.write(SourceEnds("f", 999_500, {"orders/0": 5}), Heartbeat("f", "running", 998_000))  # the last look
     assert mirror_still_reaches(store.read, "f", clock=clock, sleep=clock.sleep) is None
-    assert 1002.9 <= clock.now <= 1003.5  # it waited for the next look, and only that long
+    assert 1004.9 <= clock.now <= 1005.5  # it waited for the next look, and only that long
 
 
 def test_an_old_look_a_failed_look_or_none_decide_at_once() -> None:
     clock = Clock(1000.0)
-    for records in ([SourceEnds("f", 990_000, {"orders/0": 5})],
-                    [SourceEnds("f", 999_900, {"orders/0": 5}, failed_at_ms=999_950)],
+    alive = Heartbeat("f", "running", 998_000)
+    for records in ([SourceEnds("f", 985_000, {"orders/0": 5}), alive],
+                    [SourceEnds("f", 999_900, {"orders/0": 5}, failed_at_ms=999_950), alive],
+                    [SourceEnds("f", 999_900, {"orders/0": 5}), Heartbeat("f", "running", 950_000)],  # a dead mirror
+                    [SourceEnds("f", 999_900, {"orders/0": 5}), Heartbeat("f", "stopped", 999_000)],
                     []):
         store = InMemoryStateStore("atl")
         if records:
