@@ -17,6 +17,7 @@ line (``Type: message``) and exits with its ``exit_code``, never with a tracebac
     │   ├── FlowFailedOverError    the flow was failed over: a mirror must not replicate it
     │   ├── AlreadyFailedOverError failover/promote of a flow failed over already
     │   ├── NotFailedOverError     failback of a flow that is not failed over
+    │   ├── LateWritesError        failback refused: writes at the old source after the failover
     │   └── SourceStillReachedError failover refused: the mirror still reaches the source
     ├── DrillFailedError (11)      a drill saw reality disagree with the plan
     ├── PartitionMismatchError (12) a target topic has fewer partitions than its source
@@ -128,6 +129,11 @@ class AlreadyFailedOverError(FlowStateError):
 
 class NotFailedOverError(FlowStateError):
     """`failback` of a flow that is not failed over (a site-wide run counts it as done)."""
+
+
+class LateWritesError(FlowStateError):
+    """`failback` refused: records were written at the old source after the failover and not replayed to the new
+    primary (a split brain); ``reconcile --replay --execute`` moves them, ``--ignore-late-writes`` leaves them."""
 
 
 class SourceStillReachedError(FlowStateError):

@@ -188,13 +188,19 @@ def promote(ctx: CliContext, flow: str | None, site: str | None, timeout: float,
               help="every failed-over flow whose source is this cluster, one after another, in one report")
 @click.option("--timeout", default=300.0, help="seconds to wait for the reverse flow to catch up")
 @click.option("--dry-run", is_flag=True, help=_DRY_RUN)
+@click.option("--ignore-late-writes", is_flag=True,
+              help="fail back although records written at the original source after the failover were not replayed "
+                   "(they stay there, behind the replicated position)")
 @pass_ctx
-def failback(ctx: CliContext, flow: str | None, site: str | None, timeout: float, dry_run: bool) -> None:
+def failback(ctx: CliContext, flow: str | None, site: str | None, timeout: float, dry_run: bool,
+             ignore_late_writes: bool) -> None:
     """After a failover of FLOW (or of every flow of --site), make the original source the primary again.
 
     \b
     Steps (printed as they are done):
-    0. count the records the failover stranded at the original source (as `reconcile` does);
+    0. count the records the failover stranded at the original source (as `reconcile` does),
+       and refuse while records written there after the failover are not replayed (late
+       writes, a split brain) unless --ignore-late-writes;
     1. check the original source is reachable;
     2. run the reverse flow FLOW-failback (target -> source, same guarantees) on Spark;
     3. once producers on the new primary are stopped, wait until it has caught up;
@@ -208,11 +214,11 @@ def failback(ctx: CliContext, flow: str | None, site: str | None, timeout: float
 
     _flow_or_site(flow, site)
     if site is not None:
-        _run_site(ctx, site, "failback", lambda name: run(ctx.topology, name, timeout_s=timeout, dry_run=dry_run),
-                  dry_run, parallel=False)
+        _run_site(ctx, site, "failback", lambda name: run(ctx.topology, name, timeout_s=timeout, dry_run=dry_run,
+                                                          ignore_late_writes=ignore_late_writes), dry_run, parallel=False)
         return
     assert flow is not None
-    report = run(ctx.topology, flow, timeout_s=timeout, dry_run=dry_run)
+    report = run(ctx.topology, flow, timeout_s=timeout, dry_run=dry_run, ignore_late_writes=ignore_late_writes)
     if ctx.json_output:
         ctx.emit(report.to_dict())
         return

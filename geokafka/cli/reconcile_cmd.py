@@ -24,9 +24,12 @@ def _at(ms: int | None) -> str:
 def render_reconcile(report: ReconcileReport) -> RenderableType:
     """Stranded records per partition, the exact RPO, the groups that had not processed them, what was done."""
     parts: list[RenderableType] = []
-    table = Table("topic/partition", "stranded offsets", "records", "first timestamp", "last timestamp", "replayed",
-                  title=f"reconcile of {report.flow}: stranded at {report.source} by the {report.failover_kind} "
-                        f"of {_at(report.failover_at_ms)} to {report.target}")
+    table = Table("topic/partition", "offsets", "stranded", "late writes", "first timestamp", "last timestamp",
+                  "replayed",
+                  title=f"reconcile of {report.flow}: in {report.source}'s log, never replicated to {report.target}, "
+                        f"past the {report.failover_kind} of {_at(report.failover_at_ms)}",
+                  caption="stranded: written before the failover (acknowledged or not: a send reported failed may "
+                          "have been written); late writes: after it")
     replayed = {(p.topic, p.partition): p for p in report.replay.partitions} if report.replay else {}
     for p in report.partitions:
         if not p.records:
@@ -35,14 +38,17 @@ def render_reconcile(report: ReconcileReport) -> RenderableType:
         done = replayed.get((r.topic, r.partition))
         shown = "-" if done is None else (f"{done.produced:,} now" if report.replay and report.replay.executed
                                           else f"{p.records - done.pending:,} before")
-        table.add_row(f"{r.topic}/{r.partition}", f"{p.first_offset}..{p.last_offset}", f"{p.records:,}",
-                      _at(p.first_ms), _at(p.last_ms), shown)
+        table.add_row(f"{r.topic}/{r.partition}", f"{p.first_offset}..{p.last_offset}", f"{p.stranded:,}",
+                      f"{p.after_failover:,}", _at(p.first_ms), _at(p.last_ms), shown)
     if not report.records:
-        table.add_row("(none)", "-", "0", "-", "-", "-")
+        table.add_row("(none)", "-", "0", "0", "-", "-", "-")
     parts.append(table)
     text = Text()
     text.append("RPO of the failover, exact: ", style="bold")
-    text.append(report.rpo.headline(), style="green" if report.records == 0 else "yellow")
+    text.append(report.rpo.headline(), style="green" if report.stranded_records == 0 else "yellow")
+    if report.late_records:
+        text.append(f"\n  late writes (a split brain): {report.late_records:,} records written at {report.source} "
+                    "after the failover", style="bold red")
     if report.reported is not None:
         text.append(f"\n  the failover reported: {report.reported.headline()}", style="dim")
     if report.recorded:
@@ -96,10 +102,13 @@ def reconcile(ctx: CliContext, flow: str, export_dir: Path | None, max_export_by
 
     \b
     Reads the old source from the position the failover recorded to its ends and lists, per
-    partition, the records acknowledged there that never reached the target (offsets, count,
+    partition, the records in its log that never reached the target (offsets, count,
     first/last timestamp), and the consumer groups at the old source that had not processed
-    them. The count is the failover's exact RPO; it is recorded on the target, where `status`
-    shows it. --export writes the records to a file; --replay --execute produces them to the
+    them. Apart: stranded records, written before the failover (acknowledged or not: a send
+    whose producer was told it failed may have been written), and late writes, written at the
+    old source after the failover (a split brain; failback refuses until they are replayed).
+    The stranded count is the failover's exact RPO; it is recorded on the target, where
+    `status` shows it. --export writes the records to a file; --replay --execute produces them to the
     target topics with gk.stranded headers, exactly once, so consumers can process them late
     (a group listed as having processed them at the old source sees them again: the
     gk.stranded.processed-by header names it).

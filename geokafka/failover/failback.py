@@ -28,7 +28,7 @@ from geokafka.control.offsets.back import BackReport, move_groups_back
 from geokafka.control.selection import select_groups, select_topics
 from geokafka.control.state_records import Role
 from geokafka.control.state_store import state_store
-from geokafka.errors import FlowStateError, NotFailedOverError
+from geokafka.errors import FlowStateError, LateWritesError, NotFailedOverError
 from geokafka.failover.failover import FailoverReport, failover
 from geokafka.failover.reconcile import ReconcileReport, reconcile
 from geokafka.infra.threads import in_thread
@@ -87,11 +87,14 @@ class FailbackReport:
                 "groups": self.groups.to_dict() if self.groups else None, "notes": self.notes}
 
 
-def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dry_run: bool = False) -> FailbackReport:
+def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dry_run: bool = False,
+             ignore_late_writes: bool = False) -> FailbackReport:
     """Run the reverse flow until caught up, promote it, move the groups back, release the original flow.
 
-    ``dry_run`` checks what it can (the flow is failed over, the original site answers) and
-    says what would happen, changing nothing.
+    Refuses while records written at the original source after the failover (late writes: a split
+    brain) are not replayed to the new primary, unless ``ignore_late_writes``. ``dry_run`` checks
+    what it can (the flow is failed over, the original site answers) and says what would happen,
+    changing nothing.
     """
     flow = topology.flow(flow_name)
     target = connection(topology, flow.target)
@@ -103,6 +106,17 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
     names = dict(flow=flow_name, reverse=reverse, source=flow.source, target=flow.target)
     report = FailbackReport(flow_name, reverse, dry_run, [s.format(**names) for s in FAILBACK_STEPS])
     report.stranded = reconcile(topology, flow_name, record=not dry_run, timeout_s=timeout_s)
+    replayed = {tp: r.next for tp, r in state_store(target).read().reconciled(flow_name).items()}
+    late = report.stranded.unreplayed_late_records(replayed)
+    if late and not ignore_late_writes:
+        refusal = (f"{late:,} records were written at {flow.source} after the failover and are not on {flow.target} "
+                   f"(late writes: a split brain); `geokafka reconcile {flow_name}` lists them, `--replay --execute` "
+                   "moves them; or fail back with --ignore-late-writes to leave them where they are")
+        if not dry_run:
+            raise LateWritesError(f"flow {flow_name}: {refusal}")
+        report.notes.append(f"would refuse: {refusal}")
+    elif late:
+        report.notes.append(f"{late:,} late writes at {flow.source} left where they are (--ignore-late-writes)")
     if report.stranded.records:
         report.notes.append(
             f"{report.stranded.records:,} records the failover stranded at {flow.source} reach {flow.target} when "

@@ -69,8 +69,26 @@ class ReconcileReport:
 
     @property
     def records(self) -> int:
-        """Stranded records in all (the failover's exact RPO in records)."""
+        """Records in the old source's logs past the replicated position, never replicated: the stranded ones and
+        the late writes."""
         return sum(p.records for p in self.partitions)
+
+    @property
+    def stranded_records(self) -> int:
+        """Written before the failover and never replicated: the failover's exact RPO in records (acknowledged or
+        not: a send whose producer was told it failed may have reached the log)."""
+        return sum(p.stranded for p in self.partitions)
+
+    @property
+    def late_records(self) -> int:
+        """Written at the old source after the failover (timestamps after it): a split brain, not a loss."""
+        return sum(p.after_failover for p in self.partitions)
+
+    def unreplayed_late_records(self, replayed: dict[TopicPartitionKey, int]) -> int:
+        """Late writes of partitions whose replay (``replayed``: partition -> next offset replayed) has not passed
+        the last of them."""
+        return sum(p.after_failover for p in self.partitions if p.last_late_offset is not None
+                   and replayed.get((p.range.topic, p.range.partition), -1) <= p.last_late_offset)
 
     @property
     def seconds(self) -> float | None:
@@ -79,14 +97,14 @@ class ReconcileReport:
 
     @property
     def rpo(self) -> RpoInterval:
-        """The exact RPO."""
-        return RpoInterval.exact(self.records, self.seconds)
+        """The exact RPO (late writes are no part of it)."""
+        return RpoInterval.exact(self.stranded_records, self.seconds)
 
     def account(self) -> LossAccount:
         """The record that keeps the exact count on the target."""
         parts = [p.to_dict() for p in self.partitions if p.records]
         seconds = self.seconds
-        return LossAccount(self.flow, self.counted_at_ms, self.failover_at_ms, self.records,
+        return LossAccount(self.flow, self.counted_at_ms, self.failover_at_ms, self.stranded_records,
                            None if seconds is None else round(seconds, 3), parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -94,6 +112,7 @@ class ReconcileReport:
         return {
             "flow": self.flow, "source": self.source, "target": self.target, "failover_at_ms": self.failover_at_ms,
             "failover_kind": self.failover_kind, "counted_at_ms": self.counted_at_ms, "records": self.records,
+            "stranded_records": self.stranded_records, "late_records": self.late_records,
             "seconds": None if self.seconds is None else round(self.seconds, 3), "rpo": self.rpo.to_dict(),
             "reported": None if self.reported is None else self.reported.to_dict(), "recorded": self.recorded,
             "partitions": [p.to_dict() for p in self.partitions],
@@ -191,10 +210,12 @@ def _notes(report: ReconcileReport) -> None:
     if undecided:
         report.notes.append(f"{undecided:,} offsets at {report.source} belong to transactions not decided yet: "
                             "run reconcile again once they are (committed ones are then counted)")
-    late = sum(p.after_failover for p in report.partitions)
+    late = report.late_records
     if late:
-        report.notes.append(f"{late:,} of the stranded records have timestamps after the failover: producers kept "
-                            f"writing at {report.source} after it")
+        report.notes.append(f"{late:,} records were written at {report.source} after the failover (late writes: "
+                            f"applications kept writing there, a split brain); they are no part of the failover's "
+                            f"RPO; `--replay --execute` moves them to {report.target} with the stranded ones, and "
+                            "failback refuses until it has (or is told --ignore-late-writes)")
 
 
 def _read_all(source: ClusterAdmin, ranges: list[StrandedRange], timeout_s: float) -> Iterator[Message]:

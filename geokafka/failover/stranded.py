@@ -66,8 +66,18 @@ class StrandedPartition:
     first_ms: int | None = None
     last_ms: int | None = None
     after_failover: int = 0
-    """Records whose timestamp is after the failover started: written at the old site after it."""
+    """Late writes: records whose timestamp is after the failover started, written at the old site after it (a
+    split brain), not lost by the failover."""
+    last_late_offset: int | None = None
+    stranded_first_ms: int | None = None
+    stranded_last_ms: int | None = None
+    """Timestamps of the records written before the failover (the failover's loss)."""
     offsets: array[int] = field(default_factory=lambda: array("q"), repr=False)
+
+    @property
+    def stranded(self) -> int:
+        """Records written before the failover and never replicated: what the failover lost."""
+        return self.records - self.after_failover
 
     def add(self, offset: int, timestamp_ms: int | None, failover_at_ms: int) -> None:
         """One stranded record (records come in offset order)."""
@@ -81,6 +91,13 @@ class StrandedPartition:
             self.last_ms = timestamp_ms if self.last_ms is None else max(self.last_ms, timestamp_ms)
             if timestamp_ms >= failover_at_ms:
                 self.after_failover += 1
+                self.last_late_offset = offset
+                return
+        if timestamp_ms is not None:
+            self.stranded_first_ms = timestamp_ms if self.stranded_first_ms is None else min(self.stranded_first_ms,
+                                                                                             timestamp_ms)
+            self.stranded_last_ms = timestamp_ms if self.stranded_last_ms is None else max(self.stranded_last_ms,
+                                                                                           timestamp_ms)
 
     def at_or_after(self, offset: int) -> int:
         """Stranded records at or after ``offset``."""
@@ -93,7 +110,7 @@ class StrandedPartition:
                 "replicated_next": r.replicated_next, "end": r.end, "first": self.first_offset,
                 "last": self.last_offset, "records": self.records, "first_ms": self.first_ms,
                 "last_ms": self.last_ms, "deleted_at_source": r.deleted, "undecided": r.undecided,
-                "after_failover": self.after_failover}
+                "stranded": self.stranded, "after_failover": self.after_failover, "late": self.after_failover}
 
 
 @dataclass(frozen=True)
@@ -112,9 +129,10 @@ class GroupBacklog:
 
 
 def loss_span_s(partitions: list[StrandedPartition]) -> float | None:
-    """Seconds from the oldest stranded record's timestamp to the newest (None: no timestamp)."""
-    firsts = [p.first_ms for p in partitions if p.first_ms is not None]
-    lasts = [p.last_ms for p in partitions if p.last_ms is not None]
+    """Seconds from the oldest stranded record's timestamp to the newest written before the failover (None: no
+    timestamp; late writes are no part of the loss)."""
+    firsts = [p.stranded_first_ms for p in partitions if p.stranded_first_ms is not None]
+    lasts = [p.stranded_last_ms for p in partitions if p.stranded_last_ms is not None]
     if not firsts or not lasts:
         return None
     return max(0.0, (max(lasts) - min(firsts)) / 1000)

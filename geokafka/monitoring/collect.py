@@ -144,6 +144,12 @@ class StatusCollector:
             loss = state.loss_account(name)
             status.failover, status.rpo = failover_rpo(state.failover_report(name), role.at_ms if role else None,
                                                        None if loss is None else loss.encode())
+            if reachable:
+                past = sum(p.lag_records or 0 for p in partitions)
+                status.old_source_back = (
+                    f"the old source {flow.source} answers again and takes writes: {past:,} records in its logs past "
+                    f"the replicated position (stranded before the failover, or late writes after it: a split brain); "
+                    f"`geokafka reconcile {name}` lists them apart")
         held = state.held_groups(name)
         status.held_groups = [] if held is None else list(held.held)
         return status

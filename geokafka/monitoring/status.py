@@ -179,6 +179,9 @@ class FlowStatus:
     """The flow's mirror's own view of the source (its last look, as it recorded it on the target), beside this
     process's: a source that does not answer from here but does from the mirror is a partition, not a lost site."""
     mirror_view_text: str | None = None
+    old_source_back: str | None = None
+    """Set while the flow is failed over and its old source answers again: producers may still write there (a split
+    brain); what its logs hold past the replicated position, for `reconcile`."""
 
 
 @dataclass

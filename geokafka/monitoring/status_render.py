@@ -87,7 +87,9 @@ def headline(flow: FlowStatus) -> Text:
         else:
             text.append("RPO: ")
         text.append(rpo.headline, style=style)
-        if not flow.failover.exact:
+        if flow.old_source_back:
+            text.append(f"\n  {flow.old_source_back}", style="bold red")
+        elif not flow.failover.exact:
             text.append(f"\n  the exact loss: `geokafka reconcile {flow.name}` once {flow.source} answers again",
                         style="dim")
     else:

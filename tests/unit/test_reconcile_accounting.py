@@ -51,10 +51,25 @@ def test_stranded_records_give_the_exact_rpo_in_records_and_seconds() -> None:
     p0 = stranded("orders", 0, 100, 104, {100: 1_000, 101: 1_200, 103: 1_900})  # 102: an aborted record
     p1 = stranded("orders", 1, 50, 52, {50: 1_100, 51: FAILOVER_MS + 5})  # written after the failover
     assert (p0.records, p0.first_offset, p0.last_offset, p0.first_ms, p0.last_ms) == (3, 100, 103, 1_000, 1_900)
-    assert p1.after_failover == 1
-    assert loss_span_s([p0, p1]) == (FAILOVER_MS + 5 - 1_000) / 1000
+    assert (p1.after_failover, p1.stranded, p1.last_late_offset) == (1, 1, 51)
+    # a late write (after the failover: a split brain) is listed apart, no part of the failover's loss or its span
+    assert loss_span_s([p0, p1]) == (1_900 - 1_000) / 1000
     assert loss_span_s([stranded("orders", 2, 0, 0, {})]) is None
     assert p0.to_dict()["records"] == 3 and "offsets" not in p0.to_dict()
+
+
+def test_late_writes_are_counted_apart_and_count_as_handled_once_replayed_past_the_last_of_them() -> None:
+    from geokafka.failover.reconcile import ReconcileReport
+
+    report = ReconcileReport("f", "nyc", "atl", FAILOVER_MS, "failover", FAILOVER_MS + 60_000)
+    report.partitions = [stranded("orders", 0, 100, 103, {100: 1_000, 101: FAILOVER_MS + 1, 102: FAILOVER_MS + 2}),
+                         stranded("orders", 1, 50, 51, {50: 1_100})]
+    assert (report.records, report.stranded_records, report.late_records) == (4, 2, 2)
+    assert report.rpo.records_lower == report.rpo.records_upper == 2 and report.account().records == 2
+    assert report.unreplayed_late_records({}) == 2
+    assert report.unreplayed_late_records({("orders", 0): 102}) == 2  # the replay has not passed offset 102 yet
+    assert report.unreplayed_late_records({("orders", 0): 103}) == 0
+    assert report.to_dict()["late_records"] == 2
 
 
 def test_groups_that_had_not_processed_stranded_records_are_listed_with_their_committed_offsets() -> None:
