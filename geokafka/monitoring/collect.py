@@ -9,6 +9,7 @@ from geokafka.control.rpo import RpoInterval, rpo_interval
 from geokafka.control.state_records import Role
 from geokafka.control.state_store import StateSnapshot
 from geokafka.errors import GeokafkaError
+from geokafka.failover.failback import with_reverse_flow
 from geokafka.failover.vantage import mirror_view
 from geokafka.guard.journal import Journal
 from geokafka.guard.summary import GuardStatus, summarize
@@ -62,6 +63,9 @@ class StatusCollector:
     ) -> None:
         names = list(flows) if flows else sorted(topology.flows)
         for name in names:
+            base = name.removesuffix("-failback")
+            if name not in topology.flows and base != name and base in topology.flows:
+                topology = with_reverse_flow(topology, base)  # a failback's reverse flow, which no file declares
             topology.flow(name)  # an unknown name fails here
         self.topology = topology
         self.names = names

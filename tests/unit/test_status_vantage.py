@@ -21,3 +21,24 @@ def test_a_mirror_that_is_down_or_stopped_gives_no_second_view() -> None:
         assert headline_state(record, NOW, source_reachable=False, mirror_reaches_source=True)[0] == "source-unreachable"
     failed_over = {"state": "running", "at_ms": NOW - 1_000}
     assert headline_state(failed_over, NOW, False, role="failed-over", mirror_reaches_source=True)[0] == "failed-over"
+
+
+def test_status_knows_the_reverse_flow_of_a_failback_which_no_file_declares() -> None:
+    import pytest
+
+    from geokafka.errors import TopologyError
+    from geokafka.monitoring.collect import StatusCollector
+    from geokafka.topology import parse_topology
+
+    topology = parse_topology("""\
+clusters:
+  nyc: {bootstrap: 127.0.0.1:1}
+  atl: {bootstrap: 127.0.0.1:2}
+flows:
+  nyc-to-atl: {source: nyc, target: atl, topics: [orders]}
+""")
+    collector = StatusCollector(topology, ["nyc-to-atl-failback"])
+    reverse = collector.topology.flows["nyc-to-atl-failback"]
+    assert (reverse.source, reverse.target) == ("atl", "nyc")
+    with pytest.raises(TopologyError):
+        StatusCollector(topology, ["lon-to-atl-failback"])
