@@ -98,10 +98,11 @@ def _register() -> None:
         reconcile_cmd,
         status_cmd,
         topology_cmd,
+        where_cmd,
     )
 
     for module in (demo_cmd, bench_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, reconcile_cmd,
-                   offsets_cmd, plan_cmd, drill_cmd, guard_cmd, status_cmd, check_cmd):
+                   offsets_cmd, plan_cmd, drill_cmd, guard_cmd, status_cmd, check_cmd, where_cmd):
         for command in module.COMMANDS:
             cli.add_command(command)
 

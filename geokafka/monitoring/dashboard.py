@@ -2,7 +2,8 @@
 
 A background thread samples the status every ``interval_s`` and keeps a bounded history;
 a stdlib HTTP server serves the page (plain HTML/JS/SVG, nothing fetched from the internet),
-``/api/status`` (JSON the page polls) and ``/metrics`` (Prometheus text).
+``/api/status`` (JSON the page polls), ``/metrics`` (Prometheus text) and ``/api/flows/<flow>``
+(where a flow's applications connect now, as `geokafka where --json` says, read on each request).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Any
+from urllib.parse import unquote
 
-from geokafka.errors import EnvironmentError_, GeokafkaError
+from geokafka.client import where
+from geokafka.errors import EnvironmentError_, GeokafkaError, TopologyError
 from geokafka.monitoring.collect import StatusCollector
 from geokafka.monitoring.metrics import CONTENT_TYPE, render_metrics
 from geokafka.monitoring.throughput import DEFAULT_MAX_AGE_S, DEFAULT_WINDOW_S, History
@@ -97,7 +100,26 @@ class StatusSampler:
         }
 
 
+_FLOWS = "/api/flows/"
+WHERE_TIMEOUT_S = 5.0
+"""How long ``/api/flows/<flow>`` waits for the flow's target (then 503)."""
+
+
+def where_response(topology: Topology, flow: str) -> tuple[int, dict[str, Any]]:
+    """``/api/flows/<flow>``: (HTTP status, JSON body); 404 for an unknown flow, 503 when its target cannot be read."""
+    if flow not in topology.flows:
+        return 404, {"error": f"unknown flow {flow!r}", "flows": sorted(topology.flows)}
+    try:
+        return 200, where(topology, flow, timeout_s=WHERE_TIMEOUT_S)
+    except TopologyError as exc:
+        return 404, {"error": str(exc)}
+    except GeokafkaError as exc:
+        return 503, {"error": f"{type(exc).__name__}: {exc}"}
+
+
 def _handler(sampler: StatusSampler) -> type[BaseHTTPRequestHandler]:
+    topology = sampler.collector.topology
+
     class Handler(BaseHTTPRequestHandler):
         server_version = "geokafka-dashboard"
 
@@ -107,6 +129,9 @@ def _handler(sampler: StatusSampler) -> type[BaseHTTPRequestHandler]:
                 self._send(200, "application/json", json.dumps(sampler.api_status(), default=str).encode())
             elif path == "/metrics":
                 self._send(200, CONTENT_TYPE, render_metrics(sampler.history.latest).encode())
+            elif path.startswith(_FLOWS) and path.count("/") == 3:
+                code, answer = where_response(topology, unquote(path[len(_FLOWS):]))
+                self._send(code, "application/json", json.dumps(answer).encode())
             elif path == "/healthz":
                 self._send(200, "text/plain", b"ok\n")
             elif path in _STATIC:
