@@ -93,10 +93,11 @@ def moves_done(role: Role) -> bool:
     """Whether the command that wrote ``role`` has moved the consumer groups already.
 
     ``failover`` and ``promote`` write the role twice: when they fence the flow, before any group
-    moved, and once more at the end with the RPO they measured (``rpo``), after moving the groups.
-    ``failback`` writes ``active`` once, after moving the groups back.
+    moved, and once more at the end, after moving the groups (``groups_moved``; records of earlier
+    versions said so with the RPO they measured, ``rpo``, alone). ``failback`` writes ``active``
+    once, after moving the groups back.
     """
-    return role.role != Role.FAILED_OVER or "rpo" in role.details
+    return role.role != Role.FAILED_OVER or bool(role.details.get("groups_moved")) or "rpo" in role.details
 
 
 def placement_of(flow_name: str, spec: Flow, role: Role | None) -> Placement:

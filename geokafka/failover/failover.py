@@ -191,6 +191,7 @@ def failover(
                 if not dry_run:
                     raise SourceStillReachedError(f"flow {flow_name}: {refusal}")
                 report.notes.append(f"would refuse: {refusal}")
+        _open_local_topics(ClusterAdmin(target), flow_pairs(topology, flow_name, state), report, dry_run)
         if not dry_run:  # from here on nothing more lands on the target from this flow
             store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind)
             state = store.read()  # a generation recorded since the first read (a mirror that just started)
@@ -220,8 +221,28 @@ def failover(
     report.finished_ms = int(time.time() * 1000)
     if not dry_run:
         store.write(FailoverRecord(flow_name, report.to_dict()))
-        store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind, rpo=report.rpo.to_dict())
+        # groups_moved: clients that follow the flow (geokafka.client) resume at the target from here on
+        store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind, rpo=report.rpo.to_dict(), groups_moved=True)
     return report
+
+
+def _open_local_topics(target: ClusterAdmin, pairs: list[TopicPair], report: FailoverReport, dry_run: bool) -> None:
+    """With a renaming policy the target holds the source's topics under other names (``nyc.orders``); producers that
+    move to the target write to the topics' own names there (``orders``): create those that do not exist yet, like
+    their replicas (partitions, replication factor, configs), before the role changes and clients move."""
+    renamed = [p for p in pairs if p.target != p.source]
+    if not renamed:
+        return
+    existing = target.topic_partitions()
+    missing = [p for p in renamed if p.source not in existing and p.target in existing]
+    for pair in missing:
+        if dry_run:
+            report.notes.append(f"would create {pair.source} on {report.target} like {pair.target}, for producers")
+            continue
+        replica = target.describe_topic(pair.target)
+        target.create_topic(pair.source, replica.partitions, replica.replication_factor, replica.configs)
+        report.notes.append(f"created {pair.source} on {report.target} ({replica.partitions} partitions, like "
+                            f"{pair.target}): producers that move write there")
 
 
 def _promote_preparation(topology: Topology, flow_name: str, source_admin: ClusterAdmin, timeout_s: float,

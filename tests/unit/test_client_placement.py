@@ -111,3 +111,12 @@ def test_where_names_the_active_cluster_its_bootstrap_and_topics_from_the_target
 
 def test_only_literal_topic_patterns_count_as_names() -> None:
     assert plain_names(["orders", r"orders\.v1", "pay-.*", "a.b", "x|y"]) == {"orders", "orders.v1"}
+
+
+def test_a_failover_has_moved_the_groups_once_its_final_role_record_says_so() -> None:
+    from geokafka.client.placement import moves_done
+
+    assert not moves_done(Role(FLOW, Role.FAILED_OVER, 5_000, {"kind": "failover"}))  # fenced, groups not moved yet
+    assert moves_done(Role(FLOW, Role.FAILED_OVER, 6_000, {"kind": "failover", "groups_moved": True}))
+    assert moves_done(Role(FLOW, Role.FAILED_OVER, 6_000, {"kind": "failover", "rpo": {}}))  # an earlier version's
+    assert moves_done(Role(FLOW, Role.ACTIVE, 7_000, {"failed_back_to": "east"}))
