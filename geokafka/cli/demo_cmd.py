@@ -26,11 +26,16 @@ def _summary(result: Any) -> Table:
         ("RPO, measured (acked, never replicated)", f"{result.rpo_records_measured:,} records"),
         ("RPO, failover report (interval)", _reported_rpo(result)),
         ("  acked after the last observation", f"{result.acked_after_last_observation:,}"),
-        ("RTO (site killed -> group consuming at atl)", f"{result.rto_seconds:.1f} s"),
+        ("RTO (site killed -> the application consuming at atl, never restarted)", f"{result.rto_seconds:.1f} s"),
         ("  of which `failover` took", f"{result.failover_command_s:.1f} s"),
+        ("  the application switched to atl after", "-" if result.switch_seconds is None
+         else f"{result.switch_seconds:.1f} s"),
         ("consumed at nyc / at atl", f"{result.consumed_at_source:,} / {result.consumed_at_target:,}"),
         ("duplicates seen by the group", f"{result.duplicates:,}"),
         ("replicated records the group never saw", f"{result.missing_for_consumer:,}"),
+        ("new orders written at atl / consumed there", f"{result.acked_at_target:,} / {result.consumed_new_at_target:,}"),
+        ("stranded at nyc, counted by `reconcile` once it is back", "-" if result.stranded_counted is None
+         else f"{result.stranded_counted:,} records"),
     ]
     for name, value in rows:
         table.add_row(name, value)
@@ -46,7 +51,9 @@ def _summary(result: Any) -> Table:
 def demo(ctx: CliContext, traffic: float, rate: float, keep: bool, out: Path) -> None:
     """Two local sites, a flow on local Spark, live orders, the source site dies, failover.
 
-    Prints RPO (records and seconds), RTO and duplicates, writes them as JSON and a PNG
+    The order producer and the consumer group use geokafka's client library: they follow the
+    failover to atl on their own. Prints RPO (records and seconds), RTO and duplicates, then
+    nyc comes back and `reconcile` counts what it stranded; writes them as JSON and a PNG
     timeline under --out. Runs on its own embedded topology (ports 17092-17094 and 18092).
     """
     from geokafka.drills.connected import plot_timeline, write_result

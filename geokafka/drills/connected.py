@@ -1,9 +1,11 @@
 """A connected-cluster DR drill: traffic, a dead source site, failover, measured recovery.
 
-An order stream with acks=all and a consumer group run at the flow's source while the flow
-replicates on Spark; at the chosen moment every broker process of the source site is killed,
-`failover` runs, and the group resumes on the target. RPO, RTO and duplicates are measured
-by direct comparison of what was acked, replicated and consumed.
+An order stream with acks=all and a consumer group, written with geokafka's client library, run at
+the flow's source while the flow replicates on Spark; at the chosen moment every broker process of
+the source site is killed and `failover` runs: the application is never restarted, its group
+resumes on the target from the translated offsets and its producer writes there. RPO, RTO and
+duplicates are measured by direct comparison of what was acked, replicated and consumed; with
+``reconcile_after``, the source site then comes back and `reconcile` counts the stranded records.
 """
 
 from __future__ import annotations
@@ -23,10 +25,10 @@ from geokafka.control.connection import ClusterConnection, connection
 from geokafka.control.naming import policy_for
 from geokafka.control.state_store import state_store
 from geokafka.drills.orders import GroupReader, OrderStream
-from geokafka.errors import DrillFailedError, TopologyError
+from geokafka.errors import DrillFailedError, GeokafkaError, TopologyError
 from geokafka.failover.failover import FailoverReport, failover
 from geokafka.infra.clusters import local_cluster_specs
-from geokafka.infra.local_cluster import kill_node
+from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, start_cluster
 from geokafka.infra.threads import in_thread
 from geokafka.topology import Topology
 
@@ -45,7 +47,16 @@ class DrillResult:
     rpo_reported: str = ""
     """The failover report's RPO interval in words."""
     acked_after_last_observation: int = 0
+    stranded_counted: int | None = None
+    """Stranded records `reconcile` counted once the source site was back (None: not run)."""
+    late_writes_counted: int | None = None
     rto_seconds: float = 0.0
+    """From the kill until the application, never restarted, consumed at the target."""
+    switch_seconds: float | None = None
+    """From the kill until the application's consumer switched to the target."""
+    acked_at_target: int = 0
+    """Orders the application's producer wrote to the target after it followed the failover."""
+    consumed_new_at_target: int = 0
     mirror_start_s: float = 0.0
     failover_command_s: float = 0.0
     consumed_at_source: int = 0
@@ -66,10 +77,11 @@ Watch = Callable[[dict[str, Any]], None]
 
 def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Watch, *, topic: str = "orders",
                         group: str = "fulfillment", traffic_s: float = 20.0, rate: float = 300.0,
-                        partitions: int = 6) -> DrillResult:
+                        partitions: int = 6, reconcile_after: bool = False) -> DrillResult:
     """Run the drill on running clusters; the flow's source must be a ``local:`` cluster.
 
-    ``say`` narrates, ``watch`` gets a replication sample every second.
+    ``say`` narrates, ``watch`` gets a replication sample every second. ``reconcile_after``: start the source
+    site again at the end and count the stranded records with `reconcile`.
     """
     from geokafka.pipeline.mirror import mirror
 
@@ -108,9 +120,10 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
                 raise DrillFailedError(f"flow {flow_name} did not start within {time.monotonic() - mirror_started:.0f}s")
         result.mirror_start_s = round(time.monotonic() - mirror_started, 1)
         say(f"flow {flow_name} replicating after {result.mirror_start_s:.1f}s (its writers open)")
-        stream = OrderStream(source, topic, rate).start()
-        reader = GroupReader(source, [topic], group, flow.source).start()
-        say(f"producing ~{rate:.0f} orders/s with acks=all; group {group} consumes at {flow.source}")
+        stream = OrderStream(topology, flow_name, topic, rate).start()
+        reader = GroupReader(topology, flow_name, group, topic).start()
+        say(f"producing ~{rate:.0f} orders/s with acks=all; group {group} consumes at {flow.source} "
+            "(both with geokafka.client: they follow a failover on their own)")
         started = time.monotonic()
         while time.monotonic() - started < traffic_s or _replicated(target, replica, partitions) == 0:
             sample = _sample(topology, flow_name, stream, reader, started)
@@ -124,29 +137,23 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
         kill_t = round(time.monotonic() - started, 1)
         for node in specs[flow.source].nodes:
             kill_node(specs[flow.source], node.node_id, signal.SIGKILL)
-        # The source site's clients died with it: closing them (flushes that time out against dead
-        # brokers) is the drill's bookkeeping, not part of the recovery the RTO measures.
-        def close_source_clients() -> None:
-            reader.stop()
-            stream.stop()
-
-        closing = threading.Thread(target=close_source_clients, name="close-source-clients")
-        closing.start()
         say(f"running `geokafka failover {flow_name}`")
         report: FailoverReport = failover(topology, flow_name)
-        say(f"group {group} resumes at {flow.target} on {replica}")
-        resumed = GroupReader(target, [replica], group, flow.source).start()
         stop_mirror.set()  # failover fenced its writers; its runner would also stop on its own
         deadline = time.monotonic() + 60
-        while resumed.ready_ms is None and time.monotonic() < deadline:
+        while reader.first_at_target_ms is None and time.monotonic() < deadline:
             time.sleep(0.1)
-        closing.join()
+        say(f"the application followed on its own: group {group} consumes at {flow.target} ({replica} from the "
+            f"translated offsets, then {topic}), its producer writes to {flow.target}")
         result.timeline.append({**_sample(topology, flow_name, stream, reader, started),
                                 "t": kill_t, "event": f"{flow.source} killed"})
-        time.sleep(4.0)  # let it drain what was replicated
-        resumed.stop()
+        time.sleep(4.0)  # the application runs on at the target: it drains what was replicated, writes new orders
+        stream.stop()
+        reader.stop()
         wait([mirroring], timeout=60)
-        _measure(result, stream, reader, resumed, report, target, replica, partitions, kill_ms)
+        _measure(result, stream, reader, report, target, replica, partitions, kill_ms)
+        if reconcile_after:
+            _reconcile(topology, flow_name, specs[flow.source], result, say)
         return result
     finally:
         stop_mirror.set()
@@ -176,7 +183,27 @@ def _sample(topology: Topology, flow_name: str, stream: OrderStream, reader: Gro
             "lag_records": lag, "consumed_at_source": len(reader.positions)}
 
 
-def _measure(result: DrillResult, stream: OrderStream, reader: GroupReader, resumed: GroupReader,
+def _reconcile(topology: Topology, flow_name: str, source: LocalClusterSpec, result: DrillResult, say: Say) -> None:
+    """The lost site comes back: `reconcile` counts, exactly, what the failover stranded there."""
+    from geokafka.failover.reconcile import reconcile
+
+    say(f"{source.name} comes back: `geokafka reconcile {flow_name}` counts the records it stranded")
+    start_cluster(source, timeout_s=180)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            counted = reconcile(topology, flow_name)
+            break
+        except GeokafkaError as exc:  # leaders of a site that just came back still catching up (retriable)
+            if not exc.retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+    result.stranded_counted, result.late_writes_counted = counted.stranded_records, counted.late_records
+    say(f"reconcile: {counted.stranded_records:,} records stranded at {source.name} (measured: "
+        f"{result.rpo_records_measured:,} acked and never replicated), {counted.late_records:,} late writes")
+
+
+def _measure(result: DrillResult, stream: OrderStream, reader: GroupReader,
              report: FailoverReport, target: ClusterConnection, replica: str, partitions: int, kill_ms: int) -> None:
     from confluent_kafka import TopicPartition
 
@@ -199,7 +226,7 @@ def _measure(result: DrillResult, stream: OrderStream, reader: GroupReader, resu
         if src is not None:
             replicated.add((src.partition, src.offset))
     consumer.close()
-    before, after = reader.positions, resumed.positions
+    before, after = reader.at_source, reader.at_target
     result.produced_acked = len(stream.acked)
     result.replicated = len(replicated)
     result.rpo_records_measured = len(stream.acked - replicated)
@@ -209,8 +236,12 @@ def _measure(result: DrillResult, stream: OrderStream, reader: GroupReader, resu
     result.rpo_seconds_reported = None if seconds is None else round(seconds, 3)
     result.rpo_reported = report.rpo.headline()
     result.failover_command_s = round(report.duration_s, 3)
-    # RTO: from the kill until the group is assigned its partitions at atl and consuming.
-    result.rto_seconds = round((resumed.ready_ms - kill_ms) / 1000, 3) if resumed.ready_ms else float("nan")
+    # RTO: from the kill until the application, never restarted, consumed at the target.
+    first = reader.first_at_target_ms
+    result.rto_seconds = round((first - kill_ms) / 1000, 3) if first else float("nan")
+    result.switch_seconds = None if reader.switched_ms is None else round((reader.switched_ms - kill_ms) / 1000, 3)
+    result.acked_at_target = stream.acked_elsewhere
+    result.consumed_new_at_target = reader.new_at_target
     # records acked between the mirror's last look at nyc and the kill: no failover can know them
     result.acked_after_last_observation = result.rpo_records_measured - report.rpo_records
     result.consumed_at_source = len(before)

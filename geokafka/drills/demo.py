@@ -1,9 +1,11 @@
 """`geokafka demo`: the whole story on this machine, measured.
 
 Two local sites (nyc: 3 brokers on 3 racks, atl: 1 broker), a prefix flow nyc -> atl on local
-Spark, an order stream with acks=all and a consumer group at nyc. Then the nyc site dies
-(every broker process killed), `failover` runs, and the group resumes at atl: the connected
-drill (:mod:`geokafka.drills.connected`) on an embedded topology.
+Spark, an order stream with acks=all and a consumer group at nyc, both on geokafka's client
+library. Then the nyc site dies (every broker process killed), `failover` runs, and the
+application follows on its own: the group resumes at atl, the producer writes there; nyc comes
+back and `reconcile` counts what it stranded: the connected drill
+(:mod:`geokafka.drills.connected`) on an embedded topology.
 
 Its five JVMs (four brokers and Spark) run for about a minute on what may be a 2-core machine,
 so they run the quick compiler only (``jit: quick``): with the optimizing compiler as well, the
@@ -37,7 +39,7 @@ flows:
     rename: prefix
     groups: ["fulfillment"]
     sync: [configs, partitions, group-offsets]
-    sync_interval_s: 2
+    sync_interval_s: 1
 pipeline:
   master: "local[8]"
   state_dir: {state_dir}
@@ -61,7 +63,8 @@ def run_demo(state_dir: Path, say: Say, watch: Watch, traffic_s: float = 20.0, r
     say("starting two sites: nyc (3 brokers, racks nyc-a/b/c) and atl (1 broker)")
     try:  # a failed or interrupted start-up stops what it started, too
         start_clusters(specs, timeout_s=180)
-        return run_connected_drill(topology, "nyc-to-atl", say, watch, traffic_s=traffic_s, rate=rate)
+        return run_connected_drill(topology, "nyc-to-atl", say, watch, traffic_s=traffic_s, rate=rate,
+                                   reconcile_after=True)
     finally:
         if not keep:
             for spec in specs:

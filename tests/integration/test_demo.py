@@ -40,6 +40,11 @@ def test_demo_runs_and_prints_its_own_report(tmp_path):
     assert report["produced_acked"] > 0 and report["replicated"] > 0
     assert report["rpo_records_reported"] <= report["rpo_records_measured"]
     assert report["missing_for_consumer"] == 0
+    # the application was never restarted: its group and its producer followed the failover to atl on their own
+    assert report["switch_seconds"] is not None and report["acked_at_target"] > 0 and report["consumed_new_at_target"] > 0
+    # nyc came back: reconcile counted at least every acked order that never reached atl, and no late write
+    assert report["stranded_counted"] >= report["rpo_records_measured"] and report["late_writes_counted"] == 0
+    assert shown("stranded at nyc, counted by `reconcile`") == f"{report['stranded_counted']:,} records"
     assert re.search(r"report: .*demo-\d+-\d+\.json", text)
 
 
