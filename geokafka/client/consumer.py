@@ -30,11 +30,10 @@ from geokafka.client._clients import (
 )
 from geokafka.client.placement import Placement
 from geokafka.client.switch import Step, Switch, consumer_step
-from geokafka.client.watch import Clock, RoleWatcher
+from geokafka.client.watch import Clock, RoleWatcher, started_watcher
 from geokafka.control.admin import raise_mapped
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.control.selection import select_groups
-from geokafka.control.state_store import state_store
 from geokafka.topology.schema import Topology
 
 log = logging.getLogger("geokafka.client")
@@ -81,12 +80,8 @@ class FollowingConsumer:
             log.warning("flow %s does not sync group %s (its groups: %s): after a switch the group reads the other "
                         "cluster's topics from the earliest record", flow, group, ", ".join(spec.groups) or "none")
         self._own_watcher = watcher is None
-        if watcher is None:
-            watcher = RoleWatcher(state_store(self._connections[spec.target]), flow, spec, interval_s=watch_interval_s,
-                                  clock=clock)
-            watcher.first_read(role_timeout_s)
-            watcher.start()
-        self._watcher = watcher
+        self._watcher = watcher or started_watcher(self._connections[spec.target], flow, spec, watch_interval_s,
+                                                   role_timeout_s, clock)
         self._current: Placement | None = None
         self._consumer: ConsumerLike | None = None
         self._subscription: list[str] = []

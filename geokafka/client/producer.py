@@ -35,9 +35,8 @@ from geokafka.client._clients import (
 )
 from geokafka.client.placement import Placement
 from geokafka.client.switch import Switch
-from geokafka.client.watch import Clock, RoleWatcher
+from geokafka.client.watch import Clock, RoleWatcher, started_watcher
 from geokafka.control.connection import ClusterConnection, connection
-from geokafka.control.state_store import state_store
 from geokafka.errors import ClusterUnreachableError, FlowFailedOverError, TopologyError
 from geokafka.topology.schema import Topology
 
@@ -93,12 +92,8 @@ class FollowingProducer:
         self._role_max_age_s = role_max_age_s
         self._factory, self._release, self._clock = producer_factory, release, clock
         self._own_watcher = watcher is None
-        if watcher is None:
-            watcher = RoleWatcher(state_store(self._connections[spec.target]), flow, spec, interval_s=watch_interval_s,
-                                  clock=clock)
-            watcher.first_read(role_timeout_s)
-            watcher.start()
-        self._watcher = watcher
+        self._watcher = watcher or started_watcher(self._connections[spec.target], flow, spec, watch_interval_s,
+                                                   role_timeout_s, clock)
         self._current: Placement | None = None
         self._producer: ProducerLike | None = None
         self._draining: list[_Draining] = []

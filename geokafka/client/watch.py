@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from geokafka.client.placement import Placement, placement_of
-from geokafka.control.connection import connection
+from geokafka.control.connection import ClusterConnection, connection
 from geokafka.control.state_records import Role
 from geokafka.control.state_store import StateStore, state_store
 from geokafka.errors import ClusterUnreachableError, GeokafkaError
@@ -111,3 +111,12 @@ def watcher_for(topology: Topology, flow_name: str, *, interval_s: float = 0.5,
     spec = topology.flow(flow_name)
     store = state_store(connection(topology, spec.target))
     return RoleWatcher(store, flow_name, spec, interval_s=interval_s, read_timeout_s=read_timeout_s)
+
+
+def started_watcher(target: ClusterConnection, flow_name: str, spec: Flow, interval_s: float, role_timeout_s: float,
+                    clock: Clock) -> RoleWatcher:
+    """A client's own watcher of ``flow_name`` on its ``target``: read once (an error when the target cannot be
+    read: the active cluster is unknown), then every ``interval_s`` in the background."""
+    watcher = RoleWatcher(state_store(target), flow_name, spec, interval_s=interval_s, clock=clock)
+    watcher.first_read(role_timeout_s)
+    return watcher.start()

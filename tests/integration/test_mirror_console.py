@@ -59,6 +59,21 @@ def wait_for_line(proc: subprocess.Popen, log: Path, line: str, timeout_s: float
     assert line in log.read_text(), log.read_text()[-3000:]
 
 
+def _mirror_of_40_records(base_topology, east, name: str, tmp_path: Path) -> tuple[str, Path, Path, subprocess.Popen]:
+    """`geokafka mirror` of a flow ``name`` east -> west over 40 records, in a process group of its own:
+    (flow, topology file, its log, the process)."""
+    create_topic(east, name, partitions=2, rf=3)
+    produce(east, name, numbered_records(40, 2))
+    topology = with_flows(base_topology, **{name: {"source": "east", "target": "west", "topics": [name]}})
+    path = tmp_path / "geokafka.yaml"
+    path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
+    log = tmp_path / "mirror.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(GEOKAFKA), "-f", str(path), "mirror", name], stdout=out,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return name, path, log, proc
+
+
 @pytest.mark.parametrize(("sigs", "group"), [([signal.SIGINT], False), ([signal.SIGTERM], False),
                                              ([signal.SIGTERM], True)],
                          ids=["ctrl-c", "sigterm", "sigterm-to-every-process"])
@@ -66,16 +81,7 @@ def test_mirror_prints_lines_and_stops_with_its_summary(base_topology, east, wes
                                                         group) -> None:
     """A SIGTERM to the whole process group (the JVM stops at once, without waiting for geokafka) is a clean
     stop too."""
-    topic, flow = unique("console"), unique("console")
-    create_topic(east, topic, partitions=2, rf=3)
-    produce(east, topic, numbered_records(40, 2))
-    topology = with_flows(base_topology, **{flow: {"source": "east", "target": "west", "topics": [topic]}})
-    path = tmp_path / "geokafka.yaml"
-    path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
-    log = tmp_path / "mirror.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([str(GEOKAFKA), "-f", str(path), "mirror", flow], stdout=out,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    flow, path, log, proc = _mirror_of_40_records(base_topology, east, unique("console"), tmp_path)
     try:
         wait_for_line(proc, log, f"flow {flow}: running, 40 records")
         took = stop_and_time(proc, sigs, group)
@@ -185,16 +191,7 @@ def test_a_mirror_whose_every_flow_is_failed_over_exits_21_and_the_documented_un
         base_topology, east, west, unique, tmp_path) -> None:
     """`failover` (from another process) ends the mirror's only flow: the mirror says so and exits with the answer
     code the docs' systemd unit lists in RestartPreventExitStatus; started again, it exits the same way at once."""
-    topic, flow = unique("failed-over"), unique("failed-over")
-    create_topic(east, topic, partitions=2, rf=3)
-    produce(east, topic, numbered_records(40, 2))
-    topology = with_flows(base_topology, **{flow: {"source": "east", "target": "west", "topics": [topic]}})
-    path = tmp_path / "geokafka.yaml"
-    path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
-    log = tmp_path / "mirror.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([str(GEOKAFKA), "-f", str(path), "mirror", flow], stdout=out,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    flow, path, log, proc = _mirror_of_40_records(base_topology, east, unique("failed-over"), tmp_path)
     try:
         wait_for_line(proc, log, f"flow {flow}: running, 40 records")
         done = subprocess.run([str(GEOKAFKA), "-f", str(path), "failover", flow], capture_output=True, text=True,
