@@ -69,7 +69,8 @@ def render_reconcile(report: ReconcileReport) -> RenderableType:
         replay = report.replay
         if replay.executed:
             lines.append(f"replay: {replay.produced:,} records produced to {report.target} "
-                         f"({report.records - replay.pending:,} by an earlier run)\n")
+                         f"({report.records - replay.pending:,} by an earlier run)"
+                         + (f", {replay.skipped:,} passed over (--skip-keys)" if replay.skipped else "") + "\n")
         else:
             targets = sorted({p.target_topic for p in replay.partitions})
             lines.append(f"replay (preview: add --execute): would produce {replay.pending:,} records to "
@@ -92,12 +93,15 @@ def render_reconcile(report: ReconcileReport) -> RenderableType:
 @click.option("--replay", is_flag=True,
               help="produce the stranded records to the flow's target topics (a preview unless --execute)")
 @click.option("--execute", is_flag=True, help="with --replay: produce them (exactly once, however often run)")
+@click.option("--skip-keys", "skip_keys_file", type=click.Path(path_type=Path, dir_okay=False, exists=True),
+              help="with --replay: pass over records with these keys (one a line; raw bytes as base64:...), those "
+                   "whose producers were told the send failed and sent them again at the new site")
 @click.option("--timeout", "timeout_s", default=120.0, type=click.FloatRange(min=1.0),
               help="seconds to read the stranded records (the old source is probed for 5 s first)")
 @click.option("--json", "json_output", is_flag=True, help="machine-readable output on stdout (same as the global --json)")
 @pass_ctx
 def reconcile(ctx: CliContext, flow: str, export_dir: Path | None, max_export_bytes: int, replay: bool, execute: bool,
-              timeout_s: float, json_output: bool) -> None:
+              skip_keys_file: Path | None, timeout_s: float, json_output: bool) -> None:
     """After a failover of FLOW, once the old source answers again: the records it stranded there.
 
     \b
@@ -116,10 +120,20 @@ def reconcile(ctx: CliContext, flow: str, export_dir: Path | None, max_export_by
     if execute and not replay:
         raise click.UsageError("--execute acts on --replay: give both")
     from geokafka.failover.reconcile import reconcile as run
+    from geokafka.failover.stranded_replay import read_skip_keys
+
+    skip_keys: frozenset[bytes] = frozenset()
+    if skip_keys_file is not None:
+        if not replay:
+            raise click.UsageError("--skip-keys acts on --replay: give both")
+        try:
+            skip_keys = read_skip_keys(skip_keys_file.read_text(encoding="utf-8", errors="surrogateescape"))
+        except (ValueError, OSError) as exc:
+            raise click.BadParameter(f"{skip_keys_file}: {exc}", param_hint="--skip-keys") from None
 
     ctx.json_output = ctx.json_output or json_output
     report = run(ctx.topology, flow, export_dir=export_dir, max_export_bytes=max_export_bytes, replay=replay,
-                 execute=execute, timeout_s=timeout_s)
+                 execute=execute, timeout_s=timeout_s, skip_keys=skip_keys)
     ctx.emit(report.to_dict(), render_reconcile(report))
 
 

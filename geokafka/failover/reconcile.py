@@ -124,11 +124,14 @@ class ReconcileReport:
 
 def reconcile(topology: Topology, flow_name: str, *, export_dir: Path | None = None,
               max_export_bytes: int = DEFAULT_MAX_BYTES, replay: bool = False, execute: bool = False,
-              probe_timeout_s: float = 5.0, timeout_s: float = 120.0, record: bool = True) -> ReconcileReport:
+              probe_timeout_s: float = 5.0, timeout_s: float = 120.0, record: bool = True,
+              skip_keys: frozenset[bytes] = frozenset()) -> ReconcileReport:
     """Count the flow's stranded records at the old source; export them, preview or run their replay.
 
     The count is recorded on the target (``record``) once it is complete and any export is
-    written; a replay runs only with ``replay`` and ``execute`` (``replay`` alone previews it).
+    written; a replay runs only with ``replay`` and ``execute`` (``replay`` alone previews it), and
+    passes over records whose key is in ``skip_keys`` (their producers were told the sends failed
+    and sent them again at the new site).
     """
     flow = topology.flow(flow_name)
     target = connection(topology, flow.target)
@@ -167,7 +170,8 @@ def reconcile(topology: Topology, flow_name: str, *, export_dir: Path | None = N
         store.write(report.account())
         report.recorded = True
     if replay:
-        report.replay = _replay(topology, flow_name, source, report, state, committed, synced, execute, timeout_s)
+        report.replay = _replay(topology, flow_name, source, report, state, committed, synced, execute, timeout_s,
+                                skip_keys)
     return report
 
 
@@ -228,7 +232,7 @@ def _read_all(source: ClusterAdmin, ranges: list[StrandedRange], timeout_s: floa
 
 def _replay(topology: Topology, flow_name: str, source: ClusterAdmin, report: ReconcileReport, state: StateSnapshot,
             committed: dict[str, dict[TopicPartitionKey, int]], synced: set[str], execute: bool,
-            timeout_s: float) -> ReplayResult:
+            timeout_s: float, skip_keys: frozenset[bytes] = frozenset()) -> ReplayResult:
     flow = topology.flows[flow_name]
     plan = replay_plan(report.partitions, state.reconciled(flow_name))
     result = ReplayResult(execute, plan)
@@ -248,7 +252,8 @@ def _replay(topology: Topology, flow_name: str, source: ClusterAdmin, report: Re
         def read(start: int, rng: StrandedRange = rng) -> Iterator[Message]:
             return _read_from(source, rng, start, timeout_s)
 
-        replay_partition(target, flow_name, flow.source, part, report.failover_at_ms, read, processed)
+        replay_partition(target, flow_name, flow.source, part, report.failover_at_ms, read, processed,
+                         skip=(lambda msg: msg.key() in skip_keys) if skip_keys else None)
     return result
 
 

@@ -56,6 +56,9 @@ class ReplayPartition:
     pending: int
     """Stranded records left to produce."""
     produced: int = 0
+    skipped: int = 0
+    """Records passed over now because the application said their producer was told they failed (it sent them
+    again at the new site)."""
 
 
 @dataclass
@@ -75,9 +78,14 @@ class ReplayResult:
         """Records produced by this run."""
         return sum(p.produced for p in self.partitions)
 
+    @property
+    def skipped(self) -> int:
+        """Records this run passed over (their keys were on the skip list)."""
+        return sum(p.skipped for p in self.partitions)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
-        return {"executed": self.executed, "pending": self.pending, "produced": self.produced,
+        return {"executed": self.executed, "pending": self.pending, "produced": self.produced, "skipped": self.skipped,
                 "partitions": [vars(p) for p in self.partitions]}
 
 
@@ -115,10 +123,11 @@ def replay_headers(msg: Message, source: str, failover_at_ms: int, processed: li
 
 def replay_partition(target: ClusterConnection, flow: str, source: str, part: ReplayPartition, failover_at_ms: int,
                      read: Callable[[int], Iterator[Message]], processed: Callable[[Message], list[str]],
-                     timeout_s: float = 60.0) -> int:
+                     timeout_s: float = 60.0, skip: Callable[[Message], bool] | None = None) -> int:
     """Produce one partition's stranded records from where the last committed replay ended; returns how many.
 
-    ``read(start)`` yields the partition's stranded records from ``start`` on.
+    ``read(start)`` yields the partition's stranded records from ``start`` on; a record ``skip`` says yes to is
+    passed over (counted, and the replayed position moves past it all the same).
     """
     producer = Producer(target.librdkafka(**{
         "transactional.id": transactional_id(flow, part.topic, part.partition), "enable.idempotence": True,
@@ -134,12 +143,10 @@ def replay_partition(target: ClusterConnection, flow: str, source: str, part: Re
         for msg in read(start):
             chunk.append(msg)
             if len(chunk) >= CHUNK_RECORDS:
-                total = _commit(producer, flow, source, part, chunk, total, failover_at_ms, processed, timeout_s)
-                part.produced += len(chunk)
+                total = _commit(producer, flow, source, part, chunk, total, failover_at_ms, processed, timeout_s, skip)
                 chunk = []
         if chunk:
-            _commit(producer, flow, source, part, chunk, total, failover_at_ms, processed, timeout_s)
-            part.produced += len(chunk)
+            _commit(producer, flow, source, part, chunk, total, failover_at_ms, processed, timeout_s, skip)
     except KafkaException as exc:
         with contextlib.suppress(KafkaException):  # what this run left open is aborted (or fenced by the next)
             producer.abort_transaction(5)
@@ -148,15 +155,22 @@ def replay_partition(target: ClusterConnection, flow: str, source: str, part: Re
 
 
 def _commit(producer: Producer, flow: str, source: str, part: ReplayPartition, chunk: list[Message], total: int,
-            failover_at_ms: int, processed: Callable[[Message], list[str]], timeout_s: float) -> int:
+            failover_at_ms: int, processed: Callable[[Message], list[str]], timeout_s: float,
+            skip: Callable[[Message], bool] | None = None) -> int:
     producer.begin_transaction()
+    produced = 0
     for msg in chunk:
+        if skip is not None and skip(msg):
+            part.skipped += 1
+            continue
         stamp = timestamp_of(msg)
         _produce(producer, part.target_topic, part.partition, msg.key(), msg.value(),
                  replay_headers(msg, source, failover_at_ms, processed(msg)), stamp)
+        produced += 1
     last = chunk[-1]
     nxt = int(last.offset() or 0) + 1
-    total += len(chunk)
+    total += produced
+    part.produced += produced
     now = int(time.time() * 1000)
     records: list[StateRecord] = [
         Reconciled(flow, part.topic, part.partition, nxt, part.end, total, now),
@@ -180,3 +194,23 @@ def _produce(producer: Producer, topic: str, partition: int, key: Any, value: An
             return
         except BufferError:
             producer.poll(0.1)
+
+
+def read_skip_keys(text: str) -> frozenset[bytes]:
+    """The keys of a skip list (pure): one a line, as text, or raw bytes after ``base64:``; blank lines and lines
+    starting with ``#`` say nothing. Raises ValueError naming the line of a ``base64:`` value that is not."""
+    import base64
+    import binascii
+
+    keys: set[bytes] = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        if line.startswith("base64:"):
+            try:
+                keys.add(base64.b64decode(line[len("base64:"):].strip(), validate=True))
+            except binascii.Error:
+                raise ValueError(f"line {number}: not base64 after 'base64:'") from None
+        else:
+            keys.add(line.rstrip("\r\n").encode())
+    return frozenset(keys)

@@ -118,3 +118,41 @@ def test_an_export_is_whole_never_overwrites_and_stops_at_its_size(tmp_path: Pat
     (tmp_path / "file").write_text("x")
     with pytest.raises(OutputError, match="not a directory"):
         export_path(tmp_path / "file", "f", FAILOVER_MS)
+
+
+def test_a_skip_list_holds_text_keys_and_raw_ones_in_base64_and_names_a_bad_line() -> None:
+    from geokafka.failover.stranded_replay import read_skip_keys
+
+    assert read_skip_keys("customer-1\n\n# retried at atl\nbase64:AAEC\ncustomer-2\r\n") == {
+        b"customer-1", b"\x00\x01\x02", b"customer-2"}
+    with pytest.raises(ValueError, match="line 2: not base64"):
+        read_skip_keys("ok\nbase64:%%%\n")
+
+
+def test_a_replay_passes_over_records_on_the_skip_list_and_moves_past_them() -> None:
+    from geokafka.failover.stranded_replay import ReplayPartition, _commit
+
+    class Producer:
+        def __init__(self) -> None:
+            self.sent: list[tuple[str, object]] = []
+            self.state: dict[bytes, dict] = {}
+
+        def begin_transaction(self) -> None: ...
+
+        def commit_transaction(self, _timeout: float) -> None: ...
+
+        def produce(self, topic: str, **kwargs: object) -> None:
+            self.sent.append((topic, kwargs["key"]))
+            if topic == "__geokafka_state":
+                self.state[bytes(kwargs["key"])] = json.loads(kwargs["value"])  # type: ignore[arg-type]
+
+    part = ReplayPartition("orders", 0, "east.orders", 10, 13, 3)
+    chunk = [Message(topic="orders", partition=0, offset=o, key=k, value=b"v", timestamp=(1, 1_700_000_000_000))
+             for o, k in ((10, b"a"), (11, b"retried"), (12, b"retried"))]
+    producer = Producer()
+    total = _commit(producer, "f", "east", part, chunk, 0, FAILOVER_MS, lambda _m: [], 5.0,  # type: ignore[arg-type]
+                    skip=lambda m: m.key() == b"retried")
+    assert [k for t, k in producer.sent if t == "east.orders"] == [b"a"]
+    assert (total, part.produced, part.skipped) == (1, 1, 2)
+    # the replayed position and the flow's progress move past the records passed over: never copied later either
+    assert producer.state[b"reconciled/f/orders/0"]["next"] == 13 and producer.state[b"progress/f/orders/0"]["next"] == 13
