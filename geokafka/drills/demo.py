@@ -39,7 +39,7 @@ flows:
     rename: prefix
     groups: ["fulfillment"]
     sync: [configs, partitions, group-offsets]
-    sync_interval_s: 1
+    sync_interval_s: 0.5
 pipeline:
   master: "local[8]"
   state_dir: {state_dir}
