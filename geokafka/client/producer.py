@@ -102,7 +102,10 @@ class FollowingProducer:
         self.sent: dict[str, int] = {}
         """Cluster -> records handed to its producer (a record taken back at a switch counts at both)."""
         self.taken_back = 0
-        """Records queued for the old cluster at a switch, never sent there, and sent to the new one instead."""
+        """Records queued for the old cluster at a switch, unacknowledged there, and sent to the new one instead."""
+        self.taken_back_keys: list[bytes | None] = []
+        """Their keys. A record librdkafka had sent once and queued again for a retry when the old cluster stopped
+        answering may be in that cluster's log as well: `reconcile --replay --skip-keys` passes over these keys."""
         try:
             self._follow(refuse=False)
         except BaseException:
@@ -208,8 +211,11 @@ class FollowingProducer:
     def _delivered(self, send: _Send, err: Any, msg: Any) -> None:
         if err is not None and err.code() == KafkaError._PURGE_QUEUE and self._producer is not None \
                 and self._current is not None:
-            # never sent to the old cluster (only a switch purges queues): send it where the flow is now
+            # unacknowledged by the old cluster (only a switch purges queues): send it where the flow is now; one that
+            # was queued again for a retry after a first send may have reached the old cluster's log too
             self.taken_back += 1
+            key = send.kwargs.get("key")
+            self.taken_back_keys.append(key.encode() if isinstance(key, str) else key)
             self._send(self._producer, self._current, send)
         elif send.on_delivery is not None:
             send.on_delivery(err, msg)

@@ -195,13 +195,13 @@ def test_the_producer_writes_the_topics_own_name_at_the_active_cluster_and_takes
     producer.produce("orders", b"1", on_delivery=lambda err, msg: reports.append((err, msg)))
     producer.produce("orders", b"2", on_delivery=lambda err, msg: reports.append((err, msg)))
     nyc.send()  # 1 and 2 in flight
-    producer.produce("orders", b"3", on_delivery=lambda err, msg: reports.append((err, msg)))  # queued
+    producer.produce("orders", b"3", key="k3", on_delivery=lambda err, msg: reports.append((err, msg)))  # queued
     h.roles.failover_started()  # the producer does not wait for the groups
     producer.produce("orders", b"4", on_delivery=lambda err, msg: reports.append((err, msg)))
     atl = h.producers.last
     assert producer.cluster == "atl" and atl.bootstrap == ATL
     assert [(s.topic, s.kwargs["value"]) for s in atl.queued] == [("orders", b"3"), ("orders", b"4")]
-    assert producer.taken_back == 1
+    assert producer.taken_back == 1 and producer.taken_back_keys == [b"k3"]  # for reconcile --skip-keys
     assert nyc.purged and [s.kwargs["value"] for s in nyc.in_flight] == [b"1", b"2"]
     [switch] = h.switches
     assert (switch.from_cluster, switch.to_cluster, switch.client) == ("nyc", "atl", "producer")
