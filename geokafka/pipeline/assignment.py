@@ -61,6 +61,9 @@ class Assignment:
     gaps: list[Gap] = field(default_factory=list)
     topic_ids: dict[str, str] = field(default_factory=dict)
     """Source topic -> the topic ID this assignment replicates (to record before the query starts)."""
+    state_floor: int = 0
+    """The state topic's end when the (settled) state was read: every progress committed before it is in
+    ``expected``, so a writer that reads back what it does not know reads from here on, at the earliest."""
 
     @property
     def partitions(self) -> dict[str, list[int]]:
@@ -127,7 +130,7 @@ def plan_assignment(
     then each gap is logged and counted, and the partition continues from the log's start.
     """
     progress = state.progress(flow_name)
-    assignment = Assignment(pairs)
+    assignment = Assignment(pairs, state_floor=state.end_offset)
     marks = source.log_ranges({pair.source: pair.partitions for pair in pairs})
     assignment.topic_ids = source.topic_ids([pair.source for pair in pairs])
     stored = state.topic_ids(flow_name)

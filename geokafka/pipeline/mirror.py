@@ -220,6 +220,8 @@ def _slots(count: int | None) -> str:
 def _follow_slots(spark: Any, modes: ModeWatch, runners: list[FlowRunner]) -> None:
     """Executors come and go: with fewer live task slots than real-time mode needs, a lost group's task would wait
     for a slot until its batch ends; run micro-batches on what is left, and real-time mode again once it is back."""
+    if modes.configured != REAL_TIME:
+        return  # micro-batches share whatever slots there are
     slots = live_task_slots(spark)
     switch = modes.update(slots, time.monotonic())
     if switch == MICRO_BATCH:

@@ -235,7 +235,10 @@ final class GroupTransaction {
                 from = Math.min(from, options.expectedOf(topic, partition)[1]);
             }
         }
-        return Progress.committedNext(options.targetConfig, keys, from == Long.MAX_VALUE ? 0 : from);
+        // nothing committed before the query's start is unknown to the driver: a partition idle for long has an old
+        // hint, and reading from it would read everything written since
+        return Progress.committedNext(options.targetConfig, keys, Math.max(from == Long.MAX_VALUE ? 0 : from,
+                options.stateFloor));
     }
 
     /** The error to stop on: an oversize record names itself (a rejected batch fails its small neighbours

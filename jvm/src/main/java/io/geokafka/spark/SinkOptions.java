@@ -30,6 +30,9 @@ public final class SinkOptions implements Serializable {
     final long generation;
     /** "topic/partition" -> [next source offset known to the driver, state offset to rescan from]. */
     final Map<String, long[]> expected;
+    /** The state topic's end when the driver read the state at the query's start (its writers fenced): every
+     * progress committed before it is in {@link #expected}, so a read-back never starts before it. */
+    final long stateFloor;
     final long commitIntervalMs;
     /** A writer whose reader has caught up (nothing more to read now) commits this long after its previous
      * commit at the earliest, instead of waiting for {@link #commitIntervalMs}: low latency at moderate rates,
@@ -66,6 +69,7 @@ public final class SinkOptions implements Serializable {
         expected = new HashMap<>();
         in.json(name("expected"), "{}", new TypeReference<Map<String, List<Long>>>() {})
                 .forEach((key, nextAndHint) -> expected.put(key, new long[] {nextAndHint.get(0), nextAndHint.get(1)}));
+        stateFloor = in.getLong(name("state_floor"), 0);
         commitIntervalMs = in.getLong(name("commit_interval_ms"), 100);
         caughtUpCommitMs = in.getLong(name("caught_up_commit_ms"), 20);
         maxMessageBytes = in.json(name("max_message_bytes"), "{}", new TypeReference<Map<String, Long>>() {});
@@ -108,6 +112,7 @@ public final class SinkOptions implements Serializable {
         groupCount = other.groupCount;
         generation = other.generation;
         expected = new HashMap<>(other.expected);
+        stateFloor = other.stateFloor;
         commitIntervalMs = other.commitIntervalMs;
         caughtUpCommitMs = other.caughtUpCommitMs;
         maxMessageBytes = other.maxMessageBytes;
