@@ -101,15 +101,7 @@ def test_mirror_prints_lines_and_stops_with_its_summary(base_topology, east, wes
 
 
 def test_a_second_signal_stops_the_mirror_at_once(base_topology, east, west, unique, tmp_path) -> None:
-    topic, flow = unique("console"), unique("console")
-    create_topic(east, topic, partitions=2, rf=3)
-    topology = with_flows(base_topology, **{flow: {"source": "east", "target": "west", "topics": [topic]}})
-    path = tmp_path / "geokafka.yaml"
-    path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
-    log = tmp_path / "mirror.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen([str(GEOKAFKA), "-f", str(path), "mirror", flow], stdout=out,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    flow, _, log, proc = _mirror_of_40_records(base_topology, east, unique("console"), tmp_path)
     try:
         wait_for_line(proc, log, f"flow {flow}: running")
         took = stop_and_time(proc, [signal.SIGINT, signal.SIGINT], group=False)
