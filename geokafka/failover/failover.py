@@ -170,7 +170,8 @@ def failover(
     source_admin = ClusterAdmin(connection(topology, flow.source), timeout_s=probe_timeout_s)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="probe") as pool:
         probe = pool.submit(source_admin.probe, probe_timeout_s)
-        ClusterAdmin(target).check_reachable()
+        target_admin = ClusterAdmin(target)
+        target_admin.check_reachable()
         store = state_store(target)
         state = store.read()
         if state.role(flow_name) == Role.FAILED_OVER:
@@ -191,7 +192,7 @@ def failover(
                 if not dry_run:
                     raise SourceStillReachedError(f"flow {flow_name}: {refusal}")
                 report.notes.append(f"would refuse: {refusal}")
-        _open_local_topics(ClusterAdmin(target), flow_pairs(topology, flow_name, state), report, dry_run)
+        _open_local_topics(target_admin, flow_pairs(topology, flow_name, state), report, dry_run)
         if not dry_run:  # from here on nothing more lands on the target from this flow
             store.set_role(flow_name, Role.FAILED_OVER, kind=report.kind)
             state = store.read()  # a generation recorded since the first read (a mirror that just started)
