@@ -21,6 +21,8 @@ records, by key:
 * :class:`Reconciled` ``reconciled/<flow>/<topic>/<partition>``: up to where `reconcile --replay`
   produced a partition's stranded records to the target, committed in the same transaction as them.
 * :class:`HeldGroups` ``held-groups/<flow>``: groups whose target offsets the sync leaves alone.
+* :class:`AutoFailover` ``auto/<flow>``: what `geokafka guard --sites` last decided about the flow's source
+  site (suspect, held for a person, failed over), so status, metrics and alerts show it.
 * :class:`GroupCheckpoint` ``checkpoint/<flow>/<group>``: what a group sync saw and wrote.
 * :class:`TopicId` ``topic-id/<flow>/<topic>``: the source topic's ID when the flow started it.
 * :class:`Generation` ``generation/<flow>``: the flow's partition groups (how many, a digest of
@@ -342,6 +344,36 @@ class HeldGroups(FlowRecord):
     def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
         """From a value."""
         return cls(flow, int(value.get("at_ms", 0)), list(value.get("held", [])))
+
+
+@dataclass(frozen=True)
+class AutoFailover(FlowRecord):
+    """What the automatic failover (`geokafka guard --sites`) last decided about the flow's source site."""
+
+    KIND: ClassVar[str] = "auto"
+    SUSPECT: ClassVar[str] = "suspect"
+    HELD: ClassVar[str] = "held"
+    FAILED_OVER: ClassVar[str] = "failed-over"
+    CLEAR: ClassVar[str] = "clear"
+    flow: str
+    site: str
+    state: str
+    """``suspect`` (out of reach, not yet for confirm_s), ``held`` (lost, waiting for a person: ``reason``),
+    ``failed-over`` (the guard failed it over), ``clear`` (reached again)."""
+    reason: str
+    at_ms: int
+    dry_run: bool = False
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {"site": self.site, "state": self.state, "reason": self.reason, "at_ms": self.at_ms,
+                "dry_run": self.dry_run}
+
+    @classmethod
+    def decode(cls, flow: str, value: Mapping[str, Any]) -> Self:
+        """From a value."""
+        return cls(flow, str(value.get("site", "")), str(value.get("state", cls.CLEAR)), str(value.get("reason", "")),
+                   int(value.get("at_ms", 0)), bool(value.get("dry_run", False)))
 
 
 @dataclass(frozen=True)

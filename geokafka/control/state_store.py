@@ -33,6 +33,7 @@ from geokafka.control.connection import ClusterConnection
 from geokafka.control.delivery import drain, is_fatal
 from geokafka.control.state_records import (
     STATE_TOPIC,
+    AutoFailover,
     FailoverRecord,
     FlowRecord,
     Generation,
@@ -207,6 +208,10 @@ class StateSnapshot:
     def held_groups(self, flow: str) -> HeldGroups | None:
         """Groups the flow's offset sync leaves alone on the target."""
         return self.record(HeldGroups, flow)
+
+    def auto_failover(self, flow: str) -> AutoFailover | None:
+        """What the automatic failover last decided about the flow's source site."""
+        return self.record(AutoFailover, flow)
 
     def checkpoints(self, flow: str) -> dict[str, GroupCheckpoint]:
         """group -> the flow's checkpoint of it."""

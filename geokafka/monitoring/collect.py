@@ -6,7 +6,7 @@ import time
 
 from geokafka.control.connection import connection
 from geokafka.control.rpo import RpoInterval, rpo_interval
-from geokafka.control.state_records import Role
+from geokafka.control.state_records import AutoFailover, Role
 from geokafka.control.state_store import StateSnapshot
 from geokafka.errors import GeokafkaError
 from geokafka.failover.failback import with_reverse_flow
@@ -156,6 +156,9 @@ class StatusCollector:
                     f"`geokafka reconcile {name}` lists them apart")
         held = state.held_groups(name)
         status.held_groups = [] if held is None else list(held.held)
+        automatic = state.auto_failover(name)
+        if automatic is not None and automatic.state != AutoFailover.CLEAR:
+            status.automatic = automatic.encode()
         return status
 
     def close(self) -> None:

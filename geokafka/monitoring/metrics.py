@@ -25,6 +25,8 @@ geokafka_flow_rpo_seconds_upper             gauge   span of the lost writes, at 
 geokafka_flow_rpo_exact                     gauge   1 when the RPO is counted, 0 when it is bounded
 geokafka_flow_rpo_observation_age_seconds   gauge   age of the mirror's last look at the source the bounds use
 geokafka_flow_throughput_records_per_second gauge   replicated records/s over the status window
+geokafka_flow_automatic_failover_held       gauge   1 while `guard --sites` holds a lost site's failover for a
+                                                    person (RPO over its limit, or no second view), else 0
 =========================================== ======= ==========================================
 
 Unknown values are left out rather than reported as 0.
@@ -89,6 +91,9 @@ class _ReportCollector:
                 ("observation_age_seconds", "Age of the mirror's last look at the source the RPO bounds use"),
             )
         }
+        held = GaugeMetricFamily("geokafka_flow_automatic_failover_held",
+                                 "1 while the site guard holds the failover of the flow's lost source for a person",
+                                 labels=["flow"])
         rate = GaugeMetricFamily("geokafka_flow_throughput_records_per_second",
                                  "Replicated records per second over the status window", labels=["flow"])
         for flow in self.report.flows:
@@ -121,7 +126,9 @@ class _ReportCollector:
                 bounds["exact"].add_metric([flow.name], 1.0 if figures.exact else 0.0)
             if flow.throughput is not None:
                 rate.add_metric([flow.name], flow.throughput.records_per_s)
-        yield from (lag, lag_s, end, done, lost, written, nbytes, up, state, source_up, age, rpo, rpo_s, rate)
+            holding = flow.automatic is not None and flow.automatic.get("state") == "held" and flow.failover is None
+            held.add_metric([flow.name], 1.0 if holding else 0.0)
+        yield from (lag, lag_s, end, done, lost, written, nbytes, up, state, source_up, age, rpo, rpo_s, rate, held)
         yield from bounds.values()
         if self.report.guard is not None:
             yield from _guard_metrics(self.report.guard)

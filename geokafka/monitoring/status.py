@@ -182,6 +182,9 @@ class FlowStatus:
     old_source_back: str | None = None
     """Set while the flow is failed over and its old source answers again: producers may still write there (a split
     brain); what its logs hold past the replicated position, for `reconcile`."""
+    automatic: dict[str, Any] | None = None
+    """What `geokafka guard --sites` last recorded about the flow's source site (``state``: suspect, held, failed-over,
+    clear; ``reason``; ``at_ms``), when it ever did."""
 
 
 @dataclass

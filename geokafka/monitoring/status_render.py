@@ -102,6 +102,13 @@ def headline(flow: FlowStatus) -> Text:
     if rpo.lost_records:
         text.append(f"\n  LOST: {fmt_count(rpo.lost_records)} records deleted at the source before they were "
                     f"replicated (retention or deleteRecords); on no cluster any more", style="bold red")
+    automatic = flow.automatic
+    if automatic is not None and (automatic["state"] != "failed-over" or flow.failover is not None):
+        label = {"held": "automatic failover held", "suspect": "automatic failover: site suspect",
+                 "failed-over": "failed over by the guard"}.get(automatic["state"], automatic["state"])
+        at = time.strftime("%H:%M:%S", time.localtime(automatic["at_ms"] / 1000))
+        text.append(f"\n  {label} ({at}): {automatic['reason']}",
+                    style="bold red" if automatic["state"] == "held" else "yellow")
     held = sorted({h["group"] for h in flow.held_groups})
     if held:
         text.append(f"\n  groups in use on {flow.target}, offsets not synced there: {', '.join(held)}", style="yellow")

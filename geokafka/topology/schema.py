@@ -292,6 +292,27 @@ class Rpo(_Model):
         "mirror looks less often than this, says so once, and every RPO figure carries the look's age"))
 
 
+class FailoverPolicy(_Model):
+    """Automatic failover of a lost site's flows by `geokafka guard --sites`: opt-in, never the default."""
+
+    automatic: bool = Field(False, description=(
+        "let `geokafka guard --sites` fail a lost site's flows over on its own; without it the guard only says "
+        "what it would do (--dry-run)"))
+    confirm_s: float = Field(30.0, ge=5, le=3600, description=(
+        "a site counts as lost once neither the guard nor any flow's mirror has reached it for this long "
+        "without a break"))
+    max_rpo_records: int | None = Field(None, ge=0, description=(
+        "fail over only when every flow's RPO upper bound (records) is at most this; else wait for a person. "
+        "Required with automatic: true"))
+    interval_s: float = Field(1.0, gt=0, le=60, description="how often the guard looks at the sites")
+
+    @model_validator(mode="after")
+    def _bounded(self) -> FailoverPolicy:
+        if self.automatic and self.max_rpo_records is None:
+            raise ValueError("automatic: true needs max_rpo_records: the most records a failover may lose unasked")
+        return self
+
+
 class StretchDC(_Model):
     """One data center of a stretched cluster."""
 
@@ -393,6 +414,8 @@ class Topology(_Model):
     flows: dict[Name, Flow] = Field(default_factory=dict, description="replication flows between the clusters")
     pipeline: Pipeline = Field(default_factory=Pipeline, description="where and how flows run on Spark")
     rpo: Rpo = Field(default_factory=Rpo, description="how the RPO of every flow is observed while it runs")
+    failover: FailoverPolicy = Field(default_factory=FailoverPolicy, description=(
+        "when a lost site's flows fail over without a person (`geokafka guard --sites`)"))
     stretch: Stretch | None = Field(None, description="a stretched cluster to plan, drill and guard")
 
     def flow(self, name: str) -> Flow:

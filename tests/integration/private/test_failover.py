@@ -16,7 +16,9 @@ from geokafka.control.provenance import source_position
 from geokafka.control.state_store import state_store
 from geokafka.failover.failback import failback
 from geokafka.failover.failover import failover
+from geokafka.failover.site_guard import run_site_guard
 from geokafka.infra.local_cluster import kill_node, start_cluster
+from geokafka.topology.schema import FailoverPolicy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -129,6 +131,91 @@ def test_failover_after_the_source_site_dies(base_topology, local_clusters, sout
         resumed_src = [source_position(list(m.headers())) for m in resumed]
         assert not {(p.partition, p.offset) for p in resumed_src} & done  # 0 duplicates
         assert {(p.partition, p.offset) for p in resumed_src} == replicated - done  # 0 missing
+    finally:
+        start_cluster(local_clusters["south"], timeout_s=120)
+
+
+class GuardThread:
+    """``run_site_guard`` in a thread until stopped; what it said, as it said it."""
+
+    def __init__(self, topology, dry_run: bool = False) -> None:
+        self.said: list[str] = []
+        self.stop = threading.Event()
+        self.watching = threading.Event()
+        self.failure: list[BaseException] = []
+        self.run = None
+        self._thread = threading.Thread(target=self._main, args=(topology, dry_run), daemon=True)
+        self._thread.start()
+        assert self.watching.wait(60), f"the guard never took its first look: {self.failure}"
+
+    def _main(self, topology, dry_run: bool) -> None:
+        try:
+            self.run = run_site_guard(topology, dry_run=dry_run, stop=self.stop, say=self.said.append,
+                                      watching=self.watching)
+        except BaseException as exc:  # noqa: BLE001 - surfaced by close()
+            self.failure.append(exc)
+            self.watching.set()
+
+    def saying(self, words: str) -> bool:
+        return any(words in text for text in list(self.said))
+
+    def close(self) -> None:
+        self.stop.set()
+        self._thread.join(60)
+        assert not self.failure, self.failure
+
+
+def test_the_site_guard_holds_a_lost_site_over_its_rpo_limit_and_fails_it_over_within_it(
+        base_topology, local_clusters, south, west, unique):
+    topic = unique("auto")
+    create_topic(south, topic, partitions=2, rf=1)
+    flow = "south-west-auto"
+    topology = with_flows(base_topology, **{flow: {"source": "south", "target": "west", "topics": [topic]}})
+
+    def policy(limit: int):
+        return topology.model_copy(update={"failover": FailoverPolicy(automatic=True, confirm_s=5,
+                                                                      max_rpo_records=limit)})
+
+    try:
+        with running_mirror(topology) as runners:
+            stream = AckedStream(south, topic, 2).start()
+            wait_for(lambda: len(read_all(west, f"south.{topic}", timeout_s=5)) > 100, 240, "replication to start")
+            strict = GuardThread(policy(0))  # any loss is too much: it must wait for a person
+            preview = GuardThread(policy(10_000_000), dry_run=True)
+            time.sleep(2)  # looks at a healthy site: nothing said but the start line, nothing recorded
+            assert len(strict.said) == 1 and state_store(west).read().auto_failover(flow) is None
+            for node in local_clusters["south"].nodes:  # the whole site dies
+                kill_node(local_clusters["south"], node.node_id, signal.SIGKILL)
+            killed = time.monotonic()
+            stream.stop()
+            wait_for(lambda: strict.saying("waiting for a person") and preview.saying("would fail over"), 60,
+                     f"the guards to decide (strict said {strict.said}, the dry run said {preview.said})")
+            decided_s = time.monotonic() - killed
+            assert decided_s >= 5  # not before confirm_s
+            print(f"held {decided_s:.1f} s after the kill: {strict.said[-1]}")
+            held = state_store(west).read().auto_failover(flow)
+            assert held is not None and held.state == "held" and "could lose up to" in held.reason
+            assert state_store(west).read().role(flow) == "active"  # neither the strict guard nor the dry run moved it
+            strict.close()
+            preview.close()
+            assert preview.run.failovers == [] and strict.run.failovers == []
+            lenient = GuardThread(policy(10_000_000))
+            started = time.monotonic()
+            wait_for(lambda: state_store(west).read().role(flow) == "failed-over", 60,
+                     f"the guard to fail the flow over (it said {lenient.said})")
+            wait_for(lambda: lenient.saying("1 of 1 flows failed over"), 30, "the guard's report")
+            print(f"failed over by a guard started {time.monotonic() - killed:.1f} s after the kill, in "
+                  f"{time.monotonic() - started:.1f} s: {lenient.said}")
+            lenient.close()
+            wait_for(lambda: runners[flow].status == "failed-over", 90, "the running mirror to stop the flow")
+        state = state_store(west).read()
+        assert state.auto_failover(flow).state == "failed-over"
+        report = lenient.run.failovers[0].outcomes[0].report
+        target = read_all(west, f"south.{topic}")
+        replicated = {(p.partition, p.offset) for p in (source_position(list(r.headers)) for r in target)}
+        truth = len(stream.acked - replicated)
+        print(f"RPO {report.rpo.headline()}; truth {truth}")
+        assert report.rpo.records_lower <= truth <= report.rpo.records_upper <= 10_000_000  # the bound held the truth
     finally:
         start_cluster(local_clusters["south"], timeout_s=120)
 
