@@ -216,3 +216,25 @@ def test_plan_presets_still_need_no_file(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.delenv("GEOKAFKA_FILE", raising=False)
     monkeypatch.chdir(tmp_path)
     assert run("plan", "--layout", "3dc").exit_code == 0
+
+
+def test_the_site_guard_refuses_to_run_unless_the_topology_opts_in(topology_file: Path) -> None:
+    result = run("-f", str(topology_file), "guard", "--sites")
+    assert result.exit_code != 0
+    assert result.stderr.strip().count("\n") == 0, result.stderr
+    assert "failover.automatic is not true" in result.stderr and "--dry-run" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_an_automatic_failover_without_an_rpo_limit_is_a_broken_topology(topology_file: Path) -> None:
+    topology_file.write_text(topology_file.read_text() + "failover: {automatic: true}\n", encoding="utf-8")
+    result = run("-f", str(topology_file), "validate")
+    assert result.exit_code != 0
+    assert "failover" in result.stderr and "max_rpo_records" in result.stderr, result.stderr
+
+
+def test_the_site_guard_names_a_site_that_sources_no_flow(topology_file: Path) -> None:
+    result = run("-f", str(topology_file), "guard", "--sites", "--site", "west", "--dry-run", "--duration", "1")
+    assert result.exit_code != 0
+    assert "--site west: no flow has west as its source" in result.stderr
+    assert run("-f", str(topology_file), "guard", "--site", "east").exit_code == 2  # --site needs --sites
