@@ -13,7 +13,7 @@ from typing import Any
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
-from geokafka.control.state_records import STATE_TOPIC, GroupCheckpoint, Heartbeat, Progress
+from geokafka.control.state_records import STATE_TOPIC, GroupCheckpoint, Heartbeat, Progress, partition_of
 from geokafka.control.state_store import KafkaStateStore, ensure_state_topic
 
 FLOW = "state-bench"
@@ -32,7 +32,7 @@ def fill_state(conn: ClusterConnection, progress_records: int, partitions: int, 
     def send(key: str, value: dict[str, Any]) -> None:
         while True:
             try:
-                producer.produce(STATE_TOPIC, json.dumps(value).encode(), key.encode(), partition=0)
+                producer.produce(STATE_TOPIC, json.dumps(value).encode(), key.encode(), partition=partition_of(key))
                 return
             except BufferError:
                 producer.poll(0.05)

@@ -28,6 +28,14 @@ records, by key:
 * :class:`Generation` ``generation/<flow>``: the flow's partition groups (how many, a digest of
   which partitions each holds) and their generation, written before a new generation writes.
 
+**Two partitions.** Records written inside transactions (progress, with the data it covers; reconciled,
+with the replayed records) live in partition :data:`DATA_PARTITION` (0); every other record in
+:data:`CONTROL_PARTITION` (1), which no transaction writes, so a transaction left open by any writer
+never hides a heartbeat, a role or a failover from a ``read_committed`` reader. :func:`partition_of`
+says where a key lives. A topic of the first layout (one partition, every record in 0) is grown and
+its control records carried over once (:class:`Layout` marks the end of the carry-over; from then
+on readers ignore control keys in partition 0).
+
 The progress record's key and fields, and the topic's name, are the Python-Java contract's
 (:mod:`geokafka.contract`). Standard library only: cheap to import anywhere.
 """
@@ -47,6 +55,18 @@ _LAST_TIMESTAMP = contract.spec()["progress"]["fields"]["last_timestamp"]
 
 TopicPartitionKey = tuple[str, int]
 """(topic, partition)."""
+
+DATA_PARTITION = 0
+"""The state partition transactions write: progress (by the JVM sink) and reconciled (by a replay)."""
+CONTROL_PARTITION = 1
+"""The state partition no transaction writes: every other record."""
+STATE_PARTITIONS = 2
+TRANSACTIONAL_KINDS = frozenset({"progress", "reconciled"})
+
+
+def partition_of(key: str) -> int:
+    """The state partition of ``key``: its kind (the key's first part) decides, so a key never moves."""
+    return DATA_PARTITION if key.partition("/")[0] in TRANSACTIONAL_KINDS else CONTROL_PARTITION
 
 
 class StateRecord(Protocol):
@@ -472,3 +492,26 @@ def _encode_offsets(offsets: Mapping[TopicPartitionKey, int]) -> list[list[Any]]
 
 def _decode_offsets(rows: list[list[Any]]) -> dict[TopicPartitionKey, int]:
     return {(str(t), int(p)): int(o) for t, p, o in rows}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """``layout``: written to the control partition once a topic of the first layout had its control records
+    carried over; readers then ignore control keys in the data partition (what an older writer may still put
+    there is not state any more)."""
+
+    KIND: ClassVar[str] = "layout"
+    version: int
+    at_ms: int
+    carried: int
+    """Control keys copied from the data partition."""
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return self.KIND
+
+    def encode(self) -> dict[str, Any]:
+        """Its value."""
+        return {"version": self.version, "at_ms": self.at_ms, "carried": self.carried}
+

@@ -32,6 +32,9 @@ from geokafka.control.admin import ClusterAdmin, raise_mapped
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.delivery import drain, is_fatal
 from geokafka.control.state_records import (
+    CONTROL_PARTITION,
+    DATA_PARTITION,
+    STATE_PARTITIONS,
     STATE_TOPIC,
     AutoFailover,
     FailoverRecord,
@@ -40,6 +43,7 @@ from geokafka.control.state_records import (
     GroupCheckpoint,
     Heartbeat,
     HeldGroups,
+    Layout,
     LossAccount,
     Progress,
     Reconciled,
@@ -49,6 +53,7 @@ from geokafka.control.state_records import (
     StateRecord,
     TopicId,
     flow_prefix,
+    partition_of,
 )
 from geokafka.errors import KafkaOperationError
 
@@ -66,6 +71,12 @@ R = TypeVar("R")
 STALL_S = 3.0
 """A read whose consumer's position has not moved for this long, short of the end, starts a new consumer."""
 Value = dict[str, Any]
+CONTROL_BASE = 1 << 62
+"""Added to a control-partition offset where a snapshot keeps the position a key was read at, so the positions of
+the two partitions never collide (a decoded value is cached by its key's position)."""
+LAYOUT_CHECK_S = 5.0
+"""A store that found the state topic in the first layout (one partition) looks again this often: another process
+may have upgraded it."""
 
 
 class _Values(Mapping[str, Value]):
@@ -94,7 +105,14 @@ class StateSnapshot:
     raw: dict[str, bytes] = field(default_factory=dict)
     """Key -> its latest value as written (JSON), for every key not deleted."""
     offsets: dict[str, int] = field(default_factory=dict)
+    """Key -> the position its latest value was read at: its offset in the data partition, or
+    :data:`CONTROL_BASE` + its offset in the control partition."""
     end_offset: int = 0
+    """The data partition's end as read (where a start's progress floor is)."""
+    control_end_offset: int = 0
+    layout_seen: bool = False
+    """The control partition holds the :class:`~geokafka.control.state_records.Layout` marker: control keys in the
+    data partition are not state any more."""
     _decoded: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)
     """Key -> (the offset it was read at, its decoded value), shared by a store's snapshot and every copy of
     it: an entry serves whichever snapshot holds the key at that offset, so a repeated read (a heartbeat,
@@ -222,20 +240,47 @@ class StateSnapshot:
         """source topic -> its ID when the flow started replicating it."""
         return {rest: str(value["topic_id"]) for rest, value in self._items(TopicId.KIND, flow) if "topic_id" in value}
 
-    def apply(self, key: str, value: bytes | None, offset: int) -> None:
-        """One record read from the log, in order (None: the key was deleted)."""
+    def apply(self, key: str, value: bytes | None, offset: int, partition: int = DATA_PARTITION) -> None:
+        """One record read from partition ``partition``, in its order (None: the key was deleted).
+
+        The control partition's value of a key wins over the data partition's (a topic of the first layout kept
+        control keys there); once the layout marker is read, control keys in the data partition are dropped.
+        """
+        if partition == CONTROL_PARTITION:
+            self.control_end_offset = max(self.control_end_offset, offset + 1)
+            if key == Layout.KIND and not self.layout_seen:
+                self.layout_seen = True
+                self._drop_first_layout_control()
+            self._set(key, value, CONTROL_BASE + offset)
+            return
+        self.end_offset = max(self.end_offset, offset + 1)
+        if partition_of(key) == CONTROL_PARTITION and (self.layout_seen or self.offsets.get(key, -1) >= CONTROL_BASE):
+            return
+        self._set(key, value, offset)
+
+    def _set(self, key: str, value: bytes | None, position: int) -> None:
         if value is None:
             self._decoded.pop(key, None)
             self._typed.pop(key, None)
             self.raw.pop(key, None)
         else:
             self.raw[key] = value
-        self.offsets[key] = offset
-        self.end_offset = max(self.end_offset, offset + 1)
+        self.offsets[key] = position
+
+    def _drop_first_layout_control(self) -> None:
+        for key in [k for k, at in self.offsets.items() if at < CONTROL_BASE and partition_of(k) == CONTROL_PARTITION]:
+            self._set(key, None, -1)
+            del self.offsets[key]
+
+    def first_layout_control(self) -> dict[str, bytes]:
+        """Control keys whose value was read from the data partition (a topic of the first layout), with it."""
+        return {k: v for k, v in self.raw.items()
+                if self.offsets.get(k, -1) < CONTROL_BASE and partition_of(k) == CONTROL_PARTITION}
 
     def copy(self) -> StateSnapshot:
         """A snapshot that later reads of its store leave as it is."""
-        return StateSnapshot(dict(self.raw), dict(self.offsets), self.end_offset, self._decoded, self._typed)
+        return StateSnapshot(dict(self.raw), dict(self.offsets), self.end_offset, self.control_end_offset,
+                             self.layout_seen, self._decoded, self._typed)
 
 
 def encode_value(value: Mapping[str, Any] | None) -> bytes | None:
@@ -289,12 +334,14 @@ class InMemoryStateStore(StateStore):
         self.reads = 0
 
     def read(self, timeout_s: float = 60.0) -> StateSnapshot:
-        """Everything written so far."""
+        """Everything written so far, each record in its key's partition, as the Kafka store reads it."""
         self.reads += 1
         snapshot = StateSnapshot()
-        for offset, (key, value) in enumerate(self.log):
-            snapshot.apply(key, value, offset)
-        snapshot.end_offset = len(self.log)
+        ends = [0] * STATE_PARTITIONS
+        for key, value in self.log:
+            partition = partition_of(key)
+            snapshot.apply(key, value, ends[partition], partition)
+            ends[partition] += 1
         return snapshot
 
     def read_settled(self, timeout_s: float = 60.0) -> StateSnapshot:
@@ -313,7 +360,9 @@ class InMemoryStateStore(StateStore):
 class KafkaStateStore(StateStore):
     """The state topic on a target cluster, read incrementally by one consumer kept open.
 
-    Thread-safe: a flow's scheduled jobs (heartbeat, syncs) and its start share one store per cluster.
+    Thread-safe: a flow's scheduled jobs (heartbeat, syncs) and its start share one store per cluster. A read holds
+    the store's lock for its own time-out at most; a settled read waits for open transactions between reads, never
+    holding the lock while it waits.
     """
 
     def __init__(self, conn: ClusterConnection) -> None:
@@ -322,27 +371,42 @@ class KafkaStateStore(StateStore):
         self._lock = threading.Lock()
         self._snapshot = StateSnapshot()
         self._consumer: Consumer | None = None
+        self._assigned: list[int] = []
         self._admin: AdminClient | None = None
+        self._partitions = 0
+        """Partitions of the state topic as last seen (0: not looked yet)."""
+        self._partitions_at = 0.0
 
     def read(self, timeout_s: float = 60.0) -> StateSnapshot:
         """Read what was committed since the last read, to the current stable end."""
         with self._lock:
-            self._catch_up(settle=False, timeout_s=timeout_s)
+            self._catch_up(timeout_s)
             return self._snapshot.copy()
 
     def read_settled(self, timeout_s: float = 60.0) -> StateSnapshot:
-        """Read until every transaction open at the call has ended."""
+        """Read until every transaction open at the call has ended (they only write the data partition)."""
+        deadline = time.monotonic() + timeout_s
         with self._lock:
-            self._catch_up(settle=True, timeout_s=timeout_s)
-            return self._snapshot.copy()
+            target = self._high_watermark(timeout_s)
+        while True:
+            with self._lock:
+                self._catch_up(max(0.1, deadline - time.monotonic()))
+                if self._snapshot.end_offset >= target:
+                    return self._snapshot.copy()
+            if time.monotonic() > deadline:
+                raise KafkaOperationError(
+                    f"cluster {self.conn.name}: {STATE_TOPIC} could not be read to its end ({target}) within "
+                    f"{timeout_s:.0f}s; an open transaction of a dead writer may hold it (it is aborted when the "
+                    "writer is fenced, or expires after transaction.timeout.ms)", retriable=True)
+            time.sleep(0.1)
 
     def write(self, *records: StateRecord, timeout_s: float = 15.0) -> None:
-        """Write records and wait for the acks."""
-        _write_entries(self.conn, {r.key: r.encode() for r in records}, timeout_s)
+        """Write records (each to its key's partition) and wait for the acks."""
+        _write_entries(self.conn, {r.key: r.encode() for r in records}, self.partitions(timeout_s) > 1, timeout_s)
 
     def delete(self, *keys: str, timeout_s: float = 15.0) -> None:
         """Write tombstones and wait for the acks."""
-        _write_entries(self.conn, dict.fromkeys(keys), timeout_s)
+        _write_entries(self.conn, dict.fromkeys(keys), self.partitions(timeout_s) > 1, timeout_s)
 
     def close(self) -> None:
         """Close the consumer (a later read opens a new one and reads everything again)."""
@@ -350,23 +414,56 @@ class KafkaStateStore(StateStore):
             self._drop_clients()
             self._snapshot = StateSnapshot()
 
-    def _catch_up(self, settle: bool, timeout_s: float) -> None:
-        tp = TopicPartition(STATE_TOPIC, 0)
+    def partitions(self, timeout_s: float = 15.0) -> int:
+        """Partitions of the state topic (1: the first layout, 0: no topic yet); looked up again every
+        :data:`LAYOUT_CHECK_S` until it has the control partition."""
+        if self._partitions >= STATE_PARTITIONS or time.monotonic() - self._partitions_at < LAYOUT_CHECK_S:
+            return self._partitions
+        try:
+            topic = _state_producer(self.conn).list_topics(STATE_TOPIC, timeout=timeout_s).topics.get(STATE_TOPIC)
+        except KafkaException as exc:
+            raise_mapped(self.conn, f"describing {STATE_TOPIC}", exc)
+        found = 0 if topic is None or topic.error is not None else len(topic.partitions)
+        self._partitions, self._partitions_at = found, time.monotonic()
+        return found
+
+    def upgrade_layout(self, timeout_s: float = 30.0) -> int:
+        """Carry the control records of a topic of the first layout over to the control partition, once, and mark
+        it done; the number carried (0 when it was done before). The topic must have the control partition."""
+        deadline = time.monotonic() + timeout_s
+        self._partitions_at = 0.0
+        while self.partitions(timeout_s) < STATE_PARTITIONS:  # grown a moment ago: metadata may lag
+            if time.monotonic() > deadline:
+                raise KafkaOperationError(f"cluster {self.conn.name}: {STATE_TOPIC} does not show its control partition "
+                                          f"within {timeout_s:.0f}s", retriable=True)
+            time.sleep(0.2)
+            self._partitions_at = 0.0
+        snapshot = self.read(timeout_s)
+        if snapshot.layout_seen:
+            return 0
+        carried: dict[str, Any] = {k: json.loads(v) for k, v in snapshot.first_layout_control().items()}
+        marker = Layout(STATE_PARTITIONS, int(time.time() * 1000), len(carried))
+        _write_entries(self.conn, {**carried, marker.key: marker.encode()}, True, timeout_s)
+        return len(carried)
+
+    def _catch_up(self, timeout_s: float) -> None:
         try:
             consumer = self._consumer_at(timeout_s)
             # a read_committed consumer's watermark is the last stable offset: what is committed up to the
-            # first open transaction; settling waits for the log's end as it is now (read_uncommitted)
-            target = self._high_watermark(timeout_s) if settle else consumer.get_watermark_offsets(
-                tp, timeout=timeout_s, cached=False)[1]
-            if target < self._snapshot.end_offset and target < self._position(consumer, tp):
+            # first open transaction (the control partition has none: its end)
+            targets = {p: consumer.get_watermark_offsets(TopicPartition(STATE_TOPIC, p), timeout=timeout_s,
+                                                         cached=False)[1] for p in self._assigned}
+            end = targets[DATA_PARTITION]
+            if end < self._snapshot.end_offset and end < self._position(consumer, DATA_PARTITION):
                 # the state topic was deleted and re-created: start over
                 self._snapshot = StateSnapshot()
-                consumer.assign([TopicPartition(STATE_TOPIC, 0, 0)])
+                consumer.assign([TopicPartition(STATE_TOPIC, p, 0) for p in self._assigned])
             deadline = time.monotonic() + timeout_s
-            moved_at, last = time.monotonic(), self._position(consumer, tp)
-            while (position := self._position(consumer, tp)) < target:
-                if position != last:
-                    moved_at, last = time.monotonic(), position
+            moved_at, last = time.monotonic(), self._positions(consumer)
+            while any(self._position(consumer, p) < target for p, target in targets.items()):
+                now = self._positions(consumer)
+                if now != last:
+                    moved_at, last = time.monotonic(), now
                 elif time.monotonic() - moved_at > STALL_S:
                     # a consumer assigned before the topic existed waits for a metadata refresh (minutes):
                     # start a new one where the snapshot ends
@@ -374,9 +471,8 @@ class KafkaStateStore(StateStore):
                     moved_at = time.monotonic()
                 if time.monotonic() > deadline:
                     raise KafkaOperationError(
-                        f"cluster {self.conn.name}: {STATE_TOPIC} could not be read to its end ({target}) within "
-                        f"{timeout_s:.0f}s; an open transaction of a dead writer may hold it (it is aborted when the "
-                        "writer is fenced, or expires after transaction.timeout.ms)", retriable=True)
+                        f"cluster {self.conn.name}: {STATE_TOPIC} could not be read to its end ({targets}) within "
+                        f"{timeout_s:.0f}s", retriable=True)
                 for msg in consumer.consume(10_000, timeout=0.2):
                     err = msg.error()
                     if err is not None:
@@ -387,8 +483,10 @@ class KafkaStateStore(StateStore):
                     if offset is None:
                         continue  # only error events lack an offset
                     key = raw_key.decode() if isinstance(raw_key, bytes) else (raw_key or "")
-                    self._snapshot.apply(key, msg.value(), offset)
-            self._snapshot.end_offset = max(self._snapshot.end_offset, target)
+                    self._snapshot.apply(key, msg.value(), offset, msg.partition() or DATA_PARTITION)
+            self._snapshot.end_offset = max(self._snapshot.end_offset, targets[DATA_PARTITION])
+            if CONTROL_PARTITION in targets:
+                self._snapshot.control_end_offset = max(self._snapshot.control_end_offset, targets[CONTROL_PARTITION])
         except KafkaException as exc:
             # the next read starts new clients where the snapshot ends: kept ones can hold metadata from before a
             # broker restart (librdkafka refreshes it every 5 minutes; seen: FENCED_LEADER_EPOCH from every read
@@ -407,28 +505,46 @@ class KafkaStateStore(StateStore):
             with contextlib.suppress(KafkaException, RuntimeError):
                 self._consumer.close()
         self._consumer = None
+        self._assigned = []
 
     def _drop_clients(self) -> None:
         self._drop_consumer()
         self._admin = None
 
     def _consumer_at(self, timeout_s: float) -> Consumer:
+        partitions = [DATA_PARTITION, CONTROL_PARTITION] if self.partitions(timeout_s) > 1 else [DATA_PARTITION]
+        if self._consumer is not None and partitions != self._assigned:
+            self._drop_consumer()  # the topic was upgraded meanwhile: read its control partition from the start
         if self._consumer is None:
             self._consumer = ClusterAdmin(self.conn, timeout_s).consumer()
-            self._consumer.assign([TopicPartition(STATE_TOPIC, 0, self._snapshot.end_offset)])
+            starts = {DATA_PARTITION: self._snapshot.end_offset, CONTROL_PARTITION: self._snapshot.control_end_offset}
+            self._consumer.assign([TopicPartition(STATE_TOPIC, p, starts[p]) for p in partitions])
+            self._assigned = partitions
         return self._consumer
 
-    def _position(self, consumer: Consumer, tp: TopicPartition) -> int:
-        offset = consumer.position([tp])[0].offset
-        return self._snapshot.end_offset if offset < 0 else max(offset, 0)
+    def _positions(self, consumer: Consumer) -> tuple[int, ...]:
+        return tuple(self._position(consumer, p) for p in self._assigned)
+
+    def _position(self, consumer: Consumer, partition: int) -> int:
+        offset = consumer.position([TopicPartition(STATE_TOPIC, partition)])[0].offset
+        floor = self._snapshot.end_offset if partition == DATA_PARTITION else self._snapshot.control_end_offset
+        return floor if offset < 0 else max(offset, 0)
 
     def _high_watermark(self, timeout_s: float) -> int:
+        """The data partition's end, open transactions included."""
         if self._admin is None:
             self._admin = AdminClient(self.conn.librdkafka())
-        tp = TopicPartition(STATE_TOPIC, 0)
-        result = self._admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_UNCOMMITTED,
-                                          request_timeout=timeout_s)
-        return int(result[tp].result(timeout=timeout_s).offset)
+        tp = TopicPartition(STATE_TOPIC, DATA_PARTITION)
+        try:
+            result = self._admin.list_offsets({tp: OffsetSpec.latest()},
+                                              isolation_level=IsolationLevel.READ_UNCOMMITTED, request_timeout=timeout_s)
+            return int(result[tp].result(timeout=timeout_s).offset)
+        except KafkaException as exc:
+            self._admin = None
+            if exc.args and exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+                return 0  # no state topic yet
+            raise_mapped(self.conn, f"reading the end of {STATE_TOPIC}", exc)
+            raise
 
 
 _STORES: dict[tuple[str, str], KafkaStateStore] = {}
@@ -445,16 +561,26 @@ def state_store(conn: ClusterConnection) -> KafkaStateStore:
 
 
 def ensure_state_topic(admin: ClusterAdmin) -> None:
-    """Create the state topic on a target cluster if it is missing."""
+    """Create the state topic on a target cluster if it is missing; upgrade one of the first layout (grow it by the
+    control partition, carry its control records over once)."""
     rf = min(3, max(1, admin.broker_count()))
     configs = dict(_STATE_CONFIGS)
     if rf > 1:
         configs["min.insync.replicas"] = "2"
-    admin.create_topic(STATE_TOPIC, 1, rf, configs)
+    existing = admin.topic_partitions().get(STATE_TOPIC)
+    if existing is None:
+        admin.create_topic(STATE_TOPIC, STATE_PARTITIONS, rf, configs)
+    elif existing < STATE_PARTITIONS:
+        admin.add_partitions(STATE_TOPIC, STATE_PARTITIONS)
+    store = state_store(admin.conn)
+    store._partitions_at = 0.0  # look again now, whatever was seen before
+    store.upgrade_layout()
 
 
-def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | None], timeout_s: float = 15.0) -> None:
-    """Write state entries (None deletes a key) and wait for the acks."""
+def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | None], control: bool,
+                   timeout_s: float = 15.0) -> None:
+    """Write state entries (None deletes a key) and wait for the acks; ``control``: the topic has the control
+    partition, where every key that no transaction writes goes."""
     producer = _state_producer(conn)
     errors: list[str] = []
 
@@ -463,7 +589,9 @@ def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | 
             errors.append(err.str())
 
     for key, value in entries.items():
-        producer.produce(STATE_TOPIC, key=key.encode(), value=encode_value(value), partition=0, on_delivery=on_delivery)
+        partition = partition_of(key) if control else DATA_PARTITION
+        producer.produce(STATE_TOPIC, key=key.encode(), value=encode_value(value), partition=partition,
+                         on_delivery=on_delivery)
     try:
         remaining = drain(producer, timeout_s)
     except KafkaException as exc:

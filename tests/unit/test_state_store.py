@@ -125,3 +125,68 @@ def test_a_look_that_saw_the_same_ends_again_makes_the_observation_younger_and_n
     store.write(SourceEnds("f", 5000, {"orders/0": 9}, 3.0))  # a newer observation: the old confirmation is moot
     newer = store.read().source_ends("f")
     assert newer is not None and (newer.at_ms, newer.ends) == (5000, {"orders/0": 9})
+
+
+# -- the two partitions ------------------------------------------------------------------------
+
+def _value(state: str) -> bytes:
+    return json.dumps({"state": state, "at_ms": 1}).encode()
+
+
+def test_records_written_in_transactions_go_to_the_data_partition_and_every_other_to_the_control_one() -> None:
+    from geokafka.control.state_records import CONTROL_PARTITION, DATA_PARTITION, Reconciled, partition_of
+
+    assert partition_of(Progress("f", "t", 0, 1).key) == DATA_PARTITION
+    assert partition_of(Reconciled("f", "t", 0, 5, 7, 2, 1).key) == DATA_PARTITION
+    for record in RECORDS:
+        if not isinstance(record, Progress):
+            assert partition_of(record.key) == CONTROL_PARTITION, record.key
+
+
+@pytest.mark.parametrize("control_first", [True, False])
+def test_the_control_partition_wins_whichever_partition_is_read_first(control_first: bool) -> None:
+    from geokafka.control.state_store import StateSnapshot
+
+    snapshot = StateSnapshot()
+    old = ("flow/f", _value("running"), 7, 0)  # the first layout kept it in the data partition
+    new = ("flow/f", _value("failed-over"), 0, 1)
+    for key, value, offset, partition in ([new, old] if control_first else [old, new]):
+        snapshot.apply(key, value, offset, partition)
+    assert snapshot.heartbeat("f").state == "failed-over"
+    assert snapshot.end_offset == 8 and snapshot.control_end_offset == 1  # the data partition's end stays its own
+
+
+def test_once_the_layout_marker_is_read_control_keys_in_the_data_partition_are_not_state() -> None:
+    from geokafka.control.state_store import StateSnapshot
+
+    snapshot = StateSnapshot()
+    snapshot.apply("flow/gone", _value("running"), 0, 0)  # first layout, not carried over (deleted since)
+    snapshot.apply("flow/f", _value("running"), 1, 0)
+    snapshot.apply("progress/f/t/0", json.dumps({"next": 5, "last_timestamp": 9}).encode(), 2, 0)
+    assert snapshot.first_layout_control().keys() == {"flow/gone", "flow/f"}
+    snapshot.apply("flow/f", _value("running"), 0, 1)  # carried over
+    snapshot.apply("layout", json.dumps({"version": 2, "at_ms": 1, "carried": 1}).encode(), 1, 1)
+    assert snapshot.layout_seen and snapshot.heartbeat("gone") is None and snapshot.heartbeat("f") is not None
+    snapshot.apply("flow/f", None, 2, 1)  # deleted after the upgrade ...
+    snapshot.apply("flow/f", _value("stopped"), 3, 0)  # ... and an older writer's record in the data partition
+    assert snapshot.heartbeat("f") is None
+    assert snapshot.progress("f") == {("t", 0): 5}
+    assert snapshot.first_layout_control() == {}
+
+
+def test_a_value_cached_at_a_data_offset_is_not_served_for_the_same_control_offset() -> None:
+    from geokafka.control.state_store import StateSnapshot
+
+    snapshot = StateSnapshot()
+    snapshot.apply("flow/f", _value("running"), 4, 0)
+    assert snapshot.heartbeat("f").state == "running"  # decoded and cached at its position
+    copy = snapshot.copy()
+    copy.apply("flow/f", _value("error"), 4, 1)  # same offset number, other partition
+    assert copy.heartbeat("f").state == "error"
+
+
+def test_the_in_memory_store_keeps_the_data_partitions_end_as_kafka_does() -> None:
+    store = InMemoryStateStore()
+    store.write(Progress("f", "t", 0, 1), Heartbeat("f", "running", 1, {}), Progress("f", "t", 0, 2))
+    snapshot = store.read()
+    assert snapshot.end_offset == 2 and snapshot.control_end_offset == 1

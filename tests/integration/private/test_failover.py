@@ -13,6 +13,7 @@ from kafka_util import create_topic, produce, read_all
 from pipeline_util import running_mirror, wait_for, with_flows
 
 from geokafka.control.provenance import source_position
+from geokafka.control.state_records import Role
 from geokafka.control.state_store import state_store
 from geokafka.failover.failback import failback
 from geokafka.failover.failover import failover
@@ -254,3 +255,70 @@ def _observed_at(conn, flow: str) -> int:
     """When the running mirror last looked at the source's end offsets (0: never)."""
     observed = state_store(conn).read().source_ends(flow)
     return 0 if observed is None else observed.at_ms
+
+
+def test_the_state_topic_is_upgraded_to_a_control_partition_that_no_open_transaction_hides(south):
+    """South is never a target here: its state topic is made in the first layout (one partition, every record in
+    it), with a transaction left open on it, as a mirror killed mid-commit leaves one."""
+    from confluent_kafka.admin import AdminClient
+
+    from geokafka.control.admin import ClusterAdmin
+    from geokafka.control.state_records import Heartbeat, Progress
+    from geokafka.control.state_store import KafkaStateStore, ensure_state_topic
+
+    create_topic(south, "__geokafka_state", partitions=1, rf=1, config={"cleanup.policy": "compact"})
+    first = Producer(south.librdkafka(**{"acks": "all"}))
+    old = {"flow/old": Heartbeat("old", "running", 1_000, {"written": 5}),
+           "role/old": Role("old", "failed-over", 2_000, {"kind": "failover"}),
+           "progress/old/t/0": Progress("old", "t", 0, 40)}
+    for key, record in old.items():
+        first.produce("__geokafka_state", json.dumps(record.encode()).encode(), key.encode(), partition=0)
+    assert first.flush(30) == 0
+    dead = Producer(south.librdkafka(**{"transactional.id": "geokafka-test-dead-writer",
+                                        "transaction.timeout.ms": 120_000}))
+    dead.init_transactions(30)
+    dead.begin_transaction()
+    dead.produce("__geokafka_state", json.dumps(Progress("old", "t", 0, 99).encode()).encode(), b"progress/old/t/0",
+                 partition=0)
+    assert dead.flush(30) == 0  # written, never committed: it hides what follows from read_committed readers
+
+    ensure_state_topic(ClusterAdmin(south))
+    topic = AdminClient(south.librdkafka()).list_topics("__geokafka_state", timeout=10).topics["__geokafka_state"]
+    assert len(topic.partitions) == 2
+    store = KafkaStateStore(south)  # a reader of its own, as another process would be
+    state = store.read(10)
+    assert state.layout_seen
+    assert state.heartbeat("old").state == "running" and state.role("old") == "failed-over"  # carried over once
+    assert state.progress("old") == {("t", 0): 40}  # the open transaction's progress stays hidden
+    writer = KafkaStateStore(south)
+    started = time.monotonic()
+    writer.set_flow_state("new", "running", written=1)
+    wait_for(lambda: (h := store.read(5).heartbeat("new")) is not None and h.state == "running", 5,
+             "the heartbeat behind the open transaction")
+    seen_s = time.monotonic() - started
+    # a settled read waits on its own: a read beside it is not held up
+    settled_failure: list[BaseException] = []
+
+    def settle() -> None:
+        try:
+            store.read_settled(timeout_s=8)
+        except BaseException as exc:  # noqa: BLE001 - looked at below
+            settled_failure.append(exc)
+
+    waiter = threading.Thread(target=settle)
+    waiter.start()
+    time.sleep(0.5)
+    reads = []
+    for _ in range(5):
+        before = time.monotonic()
+        store.read(5)
+        reads.append(time.monotonic() - before)
+    waiter.join(30)
+    print(f"control record visible {seen_s:.2f} s after its write behind an open transaction; reads beside a "
+          f"settled read took at most {max(reads):.2f} s")
+    assert max(reads) < 4.0  # not held for the settled read's 8 s
+    assert settled_failure and getattr(settled_failure[0], "retriable", False)  # the transaction is still open
+    dead.abort_transaction(30)
+    assert store.read_settled(timeout_s=30).progress("old") == {("t", 0): 40}
+    store.close()
+    writer.close()
