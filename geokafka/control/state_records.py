@@ -1,6 +1,6 @@
 """The typed records of ``__geokafka_state``: each owns its key and its encoding.
 
-One compacted, single-partition topic on every target cluster holds geokafka's durable state
+One compacted topic of two partitions (below) on every target cluster holds geokafka's durable state
 (it lives on the target because the target is what survives a source-site disaster). Its
 records, by key:
 

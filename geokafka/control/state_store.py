@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -55,7 +56,9 @@ from geokafka.control.state_records import (
     flow_prefix,
     partition_of,
 )
-from geokafka.errors import KafkaOperationError
+from geokafka.errors import AuthError, KafkaOperationError
+
+log = logging.getLogger("geokafka.state")
 
 _STATE_CONFIGS = {
     "cleanup.policy": "compact",
@@ -547,6 +550,7 @@ class KafkaStateStore(StateStore):
             raise
 
 
+_SAID_FIRST_LAYOUT: set[str] = set()
 _STORES: dict[tuple[str, str], KafkaStateStore] = {}
 _STORES_LOCK = threading.Lock()
 
@@ -571,7 +575,14 @@ def ensure_state_topic(admin: ClusterAdmin) -> None:
     if existing is None:
         admin.create_topic(STATE_TOPIC, STATE_PARTITIONS, rf, configs)
     elif existing < STATE_PARTITIONS:
-        admin.add_partitions(STATE_TOPIC, STATE_PARTITIONS)
+        try:
+            admin.add_partitions(STATE_TOPIC, STATE_PARTITIONS)
+        except AuthError as exc:
+            if admin.conn.name not in _SAID_FIRST_LAYOUT:
+                _SAID_FIRST_LAYOUT.add(admin.conn.name)
+                log.warning("cluster %s: %s stays in its first layout (control records behind open transactions) until "
+                            "it can be grown once: %s (grant Alter on the topic)", admin.conn.name, STATE_TOPIC, exc)
+            return
     store = state_store(admin.conn)
     store._partitions_at = 0.0  # look again now, whatever was seen before
     store.upgrade_layout()

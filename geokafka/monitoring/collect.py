@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from geokafka.control.connection import connection
 from geokafka.control.rpo import RpoInterval, rpo_interval
@@ -73,6 +74,7 @@ class StatusCollector:
         self.source_timeout_s = source_timeout_s
         self.stale_after_s = stale_after_s
         self._io: ClusterReads | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def __enter__(self) -> StatusCollector:
         return self
@@ -85,13 +87,16 @@ class StatusCollector:
         if self._io is None:
             self._io = ClusterReads(self.topology, self.state_timeout_s, self.source_timeout_s)
         io = self._io
-        states: dict[str, tuple[StateSnapshot, GeokafkaError | None]] = {}
-        for name in self.names:
-            target = self.topology.flows[name].target
-            if target not in states:
-                states[target] = io.state(target)
-        flows = [self._flow_status(name, io, states[self.topology.flows[name].target]) for name in self.names]
-        return StatusReport(int(time.time() * 1000), flows, self._guard_status())
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=min(16, len(self.names) + 1), thread_name_prefix="status")
+        # side by side, each flow with its own read of its target's state just before its source is read: a dead
+        # source's time-out delays or ages no other flow's figures
+        guard = self._pool.submit(self._guard_status)
+        futures = [self._pool.submit(self._one, name, io) for name in self.names]
+        return StatusReport(int(time.time() * 1000), [f.result() for f in futures], guard.result())
+
+    def _one(self, name: str, io: ClusterReads) -> FlowStatus:
+        return self._flow_status(name, io, io.state(self.topology.flows[name].target))
 
     def _guard_status(self) -> GuardStatus | None:
         """The guard's journal on the stretched cluster, when the topology names one."""
@@ -163,6 +168,9 @@ class StatusCollector:
 
     def close(self) -> None:
         """Release the Kafka clients."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         if self._io is not None:
             self._io.close()
             self._io = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -44,15 +45,18 @@ class ClusterReads:
         self.source_timeout_s = source_timeout_s
         self._states: dict[str, StateCache] = {}
         self._admins: dict[str, ClusterAdmin] = {}
+        self._lock = threading.Lock()
+        """Guards the two maps: the flows of one observation are read side by side."""
 
     def state(self, cluster: str) -> tuple[StateSnapshot, GeokafkaError | None]:
         """State of target ``cluster`` and the error that kept it from being current.
 
         After a failed read, the state is that of the last successful read (maybe empty).
         """
-        if cluster not in self._states:
-            self._states[cluster] = StateCache(self.topology, cluster, self.state_timeout_s)
-        cache = self._states[cluster]
+        with self._lock:
+            if cluster not in self._states:
+                self._states[cluster] = StateCache(self.topology, cluster, self.state_timeout_s)
+            cache = self._states[cluster]
         try:
             return cache.refresh(), None
         except GeokafkaError as exc:
@@ -60,9 +64,10 @@ class ClusterReads:
 
     def admin(self, cluster: str) -> ClusterAdmin:
         """The admin client of ``cluster``."""
-        if cluster not in self._admins:
-            self._admins[cluster] = ClusterAdmin(connection(self.topology, cluster), self.source_timeout_s)
-        return self._admins[cluster]
+        with self._lock:
+            if cluster not in self._admins:
+                self._admins[cluster] = ClusterAdmin(connection(self.topology, cluster), self.source_timeout_s)
+            return self._admins[cluster]
 
     def close(self) -> None:
         """Close every client."""
