@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, Ne
 from confluent_kafka.cimpl import _AdminClientImpl
 
 from geokafka.control.connection import LIBRDKAFKA_LOG, ClusterConnection
+from geokafka.control.kafka_errors import classify
 from geokafka.errors import (
     AuthError,
     ClusterUnreachableError,
@@ -124,6 +125,11 @@ def raise_mapped(conn: ClusterConnection, what: str, exc: BaseException) -> None
         raise AuthError(f"cluster {conn.name}: {what}: {text}", kafka_code=code) from None
     if code == KafkaError.UNKNOWN_TOPIC_OR_PART:
         raise MissingTopicError(f"cluster {conn.name}: {what}: topic does not exist", kafka_code=code) from None
+    classified = classify(exc)
+    if not classified.retriable:
+        hint = f"; {classified.hint}" if classified.hint else ""
+        raise KafkaOperationError(f"cluster {conn.name}: {what}: {text} ({classified.name}, not retriable{hint})",
+                                  kafka_code=code, retriable=False) from None
     raise KafkaOperationError(f"cluster {conn.name}: {what}: {text}", kafka_code=code) from None
 
 

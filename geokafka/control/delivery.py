@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Producer
+
+from geokafka.control.kafka_errors import classify
 
 
 def drain(producer: Producer, timeout_s: float) -> int:
@@ -31,5 +33,4 @@ def is_fatal(exc: BaseException) -> bool:
 
     A producer already in its fatal state refuses ``produce()`` with the code ``_FATAL`` and no fatal
     flag (the fatal error itself went to the log, or to a poll that came later)."""
-    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    return isinstance(err, KafkaError) and (err.fatal() or err.code() == KafkaError._FATAL)
+    return classify(exc).fatal

@@ -8,18 +8,31 @@ import org.apache.kafka.common.errors.RecordBatchTooLargeException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.RetriableException;
 
-/** Kafka client exceptions as {@link GeokafkaException}s, by exception type (never by message text). */
+/** Kafka client exceptions as {@link GeokafkaException}s, by exception type (never by message text).
+ *
+ * <p>The innermost Kafka exception of the cause chain decides: the clients wrap the error that happened (a
+ * {@code TimeoutException}, retriable) in general ones ({@code KafkaException: Failed to send}), and the wrapper's
+ * type says nothing of whether trying again helps. A {@link GeokafkaException} anywhere in the chain is taken as
+ * it is. */
 final class KafkaErrors {
+    private static final int MAX_DEPTH = 32;
+
     private KafkaErrors() {}
 
     static GeokafkaException of(Throwable e, String what) {
-        Throwable t = e;
-        while (t.getCause() != null && !(t instanceof org.apache.kafka.common.KafkaException)) {
-            t = t.getCause();
+        Throwable innermostKafka = null;
+        Throwable last = e;
+        int depth = 0;
+        for (Throwable c = e; c != null && depth < MAX_DEPTH; c = c.getCause() == c ? null : c.getCause(), depth++) {
+            if (c instanceof GeokafkaException s) {
+                return s;
+            }
+            if (c instanceof org.apache.kafka.common.KafkaException) {
+                innermostKafka = c;
+            }
+            last = c;
         }
-        if (t instanceof GeokafkaException s) {
-            return s;
-        }
+        Throwable t = innermostKafka != null ? innermostKafka : last;
         int code = t instanceof org.apache.kafka.common.errors.ApiException api ? code(api) : -1;
         String message = what + ": " + t.getClass().getSimpleName() + ": " + t.getMessage();
         if (t instanceof AuthenticationException || t instanceof AuthorizationException) {
