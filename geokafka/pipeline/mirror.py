@@ -85,7 +85,9 @@ def mirror(
     slots = task_slots(pipeline.master, pipeline.spark_conf)
     groups = groups_per_flow(pipeline.groups, slots, len(names))
     master = master_with_slots(pipeline.master, groups * len(names)) if pipeline.mode == "real-time" else pipeline.master
-    runners = [FlowRunner(topology, name, group_count=groups) for name in names]
+    runners, broken = _runners(topology, names, groups)
+    if not runners:
+        raise next(iter(broken.values()))
     for runner in runners:
         runner.startup.reached("command started")
     deadline = None if duration_s is None else time.monotonic() + duration_s
@@ -145,6 +147,20 @@ def mirror(
         if isinstance(first, errors.GeokafkaError):
             raise first
     return runners
+
+
+def _runners(topology: Topology, names: list[str], groups: int) -> tuple[list[FlowRunner], dict[str, errors.GeokafkaError]]:
+    """A runner per flow; a flow whose clients cannot even be made (a CA file that is not there) is that flow's
+    error, said once, and the others run."""
+    runners: list[FlowRunner] = []
+    broken: dict[str, errors.GeokafkaError] = {}
+    for name in names:
+        try:
+            runners.append(FlowRunner(topology, name, group_count=groups))
+        except errors.GeokafkaError as exc:
+            broken[name] = exc
+            log.error("flow %s cannot run: %s", name, exc)
+    return runners, broken
 
 
 def _wait_for(supervisors: list[FlowSupervisor], timeout_s: float) -> None:

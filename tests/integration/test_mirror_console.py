@@ -202,3 +202,33 @@ def test_a_mirror_whose_every_flow_is_failed_over_exits_21_and_the_documented_un
     again = subprocess.run([str(GEOKAFKA), "-f", str(path), "mirror", flow], capture_output=True, text=True,
                            timeout=300)
     assert again.returncode == 21, again.stdout[-2000:] + again.stderr[-2000:]
+
+
+def test_a_flow_whose_clients_cannot_be_made_fails_alone_and_the_others_run(base_topology, east, west, unique,
+                                                                               tmp_path) -> None:
+    from geokafka.topology.schema import Cluster, Security
+
+    good, broken = unique("alone"), unique("noca")
+    create_topic(east, good, partitions=2, rf=3)
+    produce(east, good, numbered_records(40, 2))
+    missing = tmp_path / "gone" / "ca.pem"
+    tls = Cluster(bootstrap=base_topology.clusters["east"].bootstrap, security=Security(protocol="SSL", ca_file=missing))
+    topology = base_topology.model_copy(update={"clusters": {**base_topology.clusters, "tls": tls}})
+    topology = with_flows(topology, **{good: {"source": "east", "target": "west", "topics": [good]},
+                                       broken: {"source": "tls", "target": "west", "topics": [good]}})
+    path = tmp_path / "geokafka.yaml"
+    path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
+    log = tmp_path / "mirror.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(GEOKAFKA), "-f", str(path), "mirror", good, broken], stdout=out,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        wait_for_line(proc, log, f"flow {good}: running, 40 records")
+        took = stop_and_time(proc, [signal.SIGTERM], group=False)
+        assert proc.poll() == 0 and took < STOP_S, (took, log.read_text()[-3000:])
+    finally:
+        if left_behind(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert f"flow {broken} cannot run:" in text and str(missing) in text, text[-3000:]
+    assert text.count(f"flow {broken} cannot run:") == 1 and "Traceback" not in text
