@@ -5,8 +5,9 @@ keeps a snapshot (the latest value of every key) and writes typed records. The K
 one read_committed consumer open and reads only what is new since its last read, like
 MirrorMaker 2's ``OffsetSyncStore`` over a ``KafkaBasedLog``; values are decoded when asked for,
 so a read of a topic holding a million progress records costs what the new ones cost.
-:class:`InMemoryStateStore` keeps them in a list for unit tests (``tests/unit/test_state_store.py``); the
-Kafka store is exercised by the integration tests. No contract suite runs both through the same tests yet.
+:class:`InMemoryStateStore` keeps them in a list for unit tests. One contract suite runs both stores through the
+same cases (``tests/integration/test_state_store_contract.py``); what only Kafka can show (open transactions, the
+first layout's upgrade) is tested on clusters of their own (``tests/integration/private/test_failover.py``).
 
 Two ways to read: :meth:`StateStore.read` up to the current stable end (what every transaction
 committed so far; never waits for an open transaction), and :meth:`StateStore.read_settled`, which
