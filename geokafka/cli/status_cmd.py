@@ -28,10 +28,13 @@ _JSON_HELP = "machine-readable output on stdout (same as the global --json)"
 @click.option("--prometheus", is_flag=True, help="print the figures in Prometheus text format instead")
 @click.option("--timeout", "timeout_s", default=10.0, type=click.FloatRange(min=1.0),
               help="seconds to wait for the target's state topic (then: state unavailable)")
+@click.option("--partitions", "every_partition", is_flag=True,
+              help="a row for every partition (by default, past 20 partitions a flow shows a row per topic and its "
+                   "10 most-lagging partitions)")
 @click.option("--json", "json_flag", is_flag=True, help=_JSON_HELP)
 @pass_ctx
 def status(ctx: CliContext, flows: tuple[str, ...], watch: bool, interval: float, sample_s: float,
-           prometheus: bool, timeout_s: float, json_flag: bool) -> None:
+           prometheus: bool, timeout_s: float, every_partition: bool, json_flag: bool) -> None:
     """Per flow and partition: state, lag in records and seconds, throughput and the RPO if the source died now.
 
     Reads the progress and heartbeats the mirror commits to each target's __geokafka_state,
@@ -55,14 +58,15 @@ def status(ctx: CliContext, flows: tuple[str, ...], watch: bool, interval: float
         if prometheus:
             sys.stdout.write(render_metrics(report))
             return
-        ctx.emit(report.to_dict(), render_report(report))
+        ctx.emit(report.to_dict(), render_report(report, every_partition))
         if report.unhealthy():
             click.get_current_context().exit(UNHEALTHY_EXIT)
         return
-    _watch(ctx, StatusCollector(ctx.topology, names, state_timeout_s=timeout_s), interval, prometheus)
+    _watch(ctx, StatusCollector(ctx.topology, names, state_timeout_s=timeout_s), interval, prometheus, every_partition)
 
 
-def _watch(ctx: CliContext, collector: StatusCollector, interval: float, prometheus: bool) -> None:
+def _watch(ctx: CliContext, collector: StatusCollector, interval: float, prometheus: bool,
+           every_partition: bool = False) -> None:
     """Observe until Ctrl-C: a live table for people, one JSON document per line under --json."""
     from rich.live import Live
 
@@ -85,7 +89,7 @@ def _watch(ctx: CliContext, collector: StatusCollector, interval: float, prometh
             while not stop.is_set():
                 started = time.monotonic()
                 report = history.add(collector.collect())
-                live.update(render_report(report), refresh=True)
+                live.update(render_report(report, every_partition), refresh=True)
                 stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
 

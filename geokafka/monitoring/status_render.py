@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from geokafka.guard.summary import GuardStatus
-from geokafka.monitoring.status import LIVE_STATES, FlowStatus, StatusReport
+from geokafka.monitoring.status import LIVE_STATES, FlowStatus, PartitionStatus, StatusReport
 
 _STATE_STYLE = {
     "starting": "green", "running": "bold green", "retrying": "bold yellow", "stopped": "yellow", "not-started": "dim",
@@ -124,8 +125,54 @@ def headline(flow: FlowStatus) -> Text:
     return text
 
 
-def flow_table(flow: FlowStatus) -> Table:
-    """Per-partition figures of one flow."""
+PARTITION_ROWS = 20
+"""A flow with more partitions than this shows a row per topic and its most-lagging partitions (unless asked for every
+row): a site's thousands of partitions would bury the three lines that matter."""
+MOST_LAGGING = 10
+
+
+def flow_table(flow: FlowStatus, every_partition: bool = False) -> RenderableType:
+    """Per-partition figures of one flow; past :data:`PARTITION_ROWS` partitions, a row per topic and the most-lagging
+    partitions, unless ``every_partition``."""
+    if every_partition or len(flow.partitions) <= PARTITION_ROWS:
+        return _partition_table(flow, flow.partitions)
+    lagging = sorted((p for p in flow.partitions if (p.lag_records or 0) > 0 or p.recreated or p.lost_records),
+                     key=lambda p: (-(p.lag_seconds or 0.0), -(p.lag_records or 0), p.topic, p.partition))[:MOST_LAGGING]
+    parts: list[RenderableType] = [_topic_table(flow)]
+    if lagging:
+        worst = _partition_table(flow, lagging)
+        worst.title = f"the {len(lagging)} most-lagging of {len(flow.partitions):,} partitions"
+        parts.append(worst)
+    parts.append(Text(f"{len(flow.partitions):,} partitions: `geokafka status {flow.name} --partitions` shows every "
+                      "row", style="dim"))
+    return Group(*parts)
+
+
+def _topic_table(flow: FlowStatus) -> Table:
+    """One row per topic: partitions, sums and the worst lag."""
+    table = Table()
+    for header in ("topic", "partitions", "source end", "replicated", "lag (records)", "worst lag (time)", "rec/s"):
+        table.add_column(header, justify="left" if header == "topic" else "right")
+    by_topic: dict[str, list[PartitionStatus]] = {}
+    for part in flow.partitions:
+        by_topic.setdefault(part.topic, []).append(part)
+    for topic, parts in sorted(by_topic.items()):
+        lag = _sum(p.lag_records for p in parts)
+        rates = [p.records_per_s for p in parts if p.records_per_s is not None]
+        seconds = [p.lag_seconds for p in parts if p.lag_seconds is not None]
+        table.add_row(topic, f"{len(parts):,}", fmt_count(_sum(p.source_end for p in parts)),
+                      fmt_count(_sum(p.replicated for p in parts)),
+                      Text(fmt_count(lag), style="green" if lag == 0 else ("yellow" if lag else "")),
+                      fmt_seconds(max(seconds) if seconds else None), fmt_rate(sum(rates) if rates else None, ""))
+    return table
+
+
+def _sum(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def _partition_table(flow: FlowStatus, partitions: list[PartitionStatus]) -> Table:
     table = Table()
     table.add_column("topic")
     table.add_column("part", justify="right")
@@ -134,12 +181,12 @@ def flow_table(flow: FlowStatus) -> Table:
     table.add_column("lag (records)", justify="right")
     table.add_column("lag (time)", justify="right")
     table.add_column("rec/s", justify="right")
-    lost = any(part.lost_records for part in flow.partitions)
+    lost = any(part.lost_records for part in partitions)
     if lost:
         table.add_column("lost", justify="right", style="red")
     end_label = "source end" if flow.source_reachable else "last seen end"
     table.columns[2].header = end_label
-    for part in flow.partitions:
+    for part in partitions:
         lag_style = "green" if part.lag_records == 0 else ("yellow" if part.lag_records else "")
         cells: list[str | Text] = [
             part.topic, str(part.partition), fmt_count(part.source_end), fmt_count(part.replicated),
@@ -172,13 +219,13 @@ def guard_block(guard: GuardStatus) -> Text:
     return text
 
 
-def render_report(report: StatusReport) -> RenderableType:
+def render_report(report: StatusReport, every_partition: bool = False) -> RenderableType:
     """Every flow's table, then the guard."""
     parts: list[RenderableType] = []
     if not report.flows:
         parts += [Text("no flows in the topology", style="dim"), Text("")]
     for flow in report.flows:
-        parts += [headline(flow), flow_table(flow), Text("")]
+        parts += [headline(flow), flow_table(flow, every_partition), Text("")]
     if report.guard is not None:
         parts += [guard_block(report.guard), Text("")]
     return Group(*parts[:-1])

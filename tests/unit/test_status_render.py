@@ -60,3 +60,23 @@ def test_records_lost_at_the_source_are_shown_per_partition_and_for_the_flow():
     text = text_of(StatusReport(0, [flow]))
     assert "LOST: 60 records deleted at the source before they were replicated" in text
     assert "lost" in text.splitlines()[[i for i, line in enumerate(text.splitlines()) if "topic" in line][0]]
+
+
+def test_a_flow_of_thousands_of_partitions_shows_its_topics_and_most_lagging_partitions_unless_asked_for_all():
+    parts = [PartitionStatus(f"t{t}", p, f"nyc.t{t}", 1000, 1000 - (7 if (t, p) == (3, 17) else 0),
+                             7 if (t, p) == (3, 17) else 0, 1.5 if (t, p) == (3, 17) else 0.0, records_per_s=2.0)
+             for t in range(5) for p in range(400)]
+    flow = FlowStatus("nyc-to-atl", "nyc", "atl", "running", "running", heartbeat_age_s=1.0, partitions=parts,
+                      rpo=Rpo(7, 1.5, "live"))
+    text = text_of(StatusReport(0, [flow]))
+    lines = text.splitlines()
+    assert len(lines) < 40, len(lines)  # not 2,000 rows
+    assert "the 1 most-lagging of 2,000 partitions" in text
+    row = next(line for line in lines if line.lstrip("│ ").startswith("t3 ") and "17" in line)
+    assert "7" in row and "1.5 s" in row
+    topic_row = next(line for line in lines if line.lstrip("│ ").startswith("t3 ") and "400" in line)
+    assert "400,000" in topic_row and "399,993" in topic_row and "800" in topic_row  # sums per topic, rec/s
+    assert "--partitions` shows every row" in text
+    console = Console(width=140, record=True, color_system=None)
+    console.print(render_report(StatusReport(0, [flow]), every_partition=True))
+    assert len(console.export_text().splitlines()) > 2000
