@@ -18,6 +18,7 @@ the progress records as resume positions.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import threading
@@ -619,7 +620,8 @@ _PRODUCERS: dict[tuple[str, str], Producer] = {}
 
 
 def _producer_key(conn: ClusterConnection) -> tuple[str, str]:
-    return conn.bootstrap, repr(sorted(conn.security.items()))
+    """A cluster and the credentials used for it, as a digest: the key holds no secret."""
+    return conn.bootstrap, hashlib.sha256(repr(sorted(conn.security.items())).encode()).hexdigest()
 
 
 def _state_producer(conn: ClusterConnection) -> Producer:
