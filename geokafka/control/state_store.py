@@ -79,7 +79,7 @@ Value = dict[str, Any]
 CONTROL_BASE = 1 << 62
 """Added to a control-partition offset where a snapshot keeps the position a key was read at, so the positions of
 the two partitions never collide (a decoded value is cached by its key's position)."""
-LAYOUT_CHECK_S = 5.0
+LAYOUT_CHECK_S = 1.0
 """A store that found the state topic in the first layout (one partition) looks again this often: another process
 may have upgraded it."""
 
@@ -381,6 +381,8 @@ class KafkaStateStore(StateStore):
         self._partitions = 0
         """Partitions of the state topic as last seen (0: not looked yet)."""
         self._partitions_at = 0.0
+        self.layout_ready = False
+        """The topic has the control partition and the layout marker (set by :meth:`upgrade_layout`)."""
 
     def read(self, timeout_s: float = 60.0) -> StateSnapshot:
         """Read what was committed since the last read, to the current stable end."""
@@ -425,7 +427,9 @@ class KafkaStateStore(StateStore):
         if self._partitions >= STATE_PARTITIONS or time.monotonic() - self._partitions_at < LAYOUT_CHECK_S:
             return self._partitions
         try:
-            topic = _state_producer(self.conn).list_topics(STATE_TOPIC, timeout=timeout_s).topics.get(STATE_TOPIC)
+            # every topic's metadata: asking for the state topic by name would have the broker create it (a
+            # producer's metadata request allows that), with one partition
+            topic = _state_producer(self.conn).list_topics(timeout=timeout_s).topics.get(STATE_TOPIC)
         except KafkaException as exc:
             raise_mapped(self.conn, f"describing {STATE_TOPIC}", exc)
         found = 0 if topic is None or topic.error is not None else len(topic.partitions)
@@ -445,10 +449,12 @@ class KafkaStateStore(StateStore):
             self._partitions_at = 0.0
         snapshot = self.read(timeout_s)
         if snapshot.layout_seen:
+            self.layout_ready = True
             return 0
         carried: dict[str, Any] = {k: json.loads(v) for k, v in snapshot.first_layout_control().items()}
         marker = Layout(STATE_PARTITIONS, int(time.time() * 1000), len(carried))
         _write_entries(self.conn, {**carried, marker.key: marker.encode()}, True, timeout_s)
+        self.layout_ready = True
         return len(carried)
 
     def _catch_up(self, timeout_s: float) -> None:
@@ -569,6 +575,9 @@ def state_store(conn: ClusterConnection) -> KafkaStateStore:
 def ensure_state_topic(admin: ClusterAdmin) -> None:
     """Create the state topic on a target cluster if it is missing; upgrade one of the first layout (grow it by the
     control partition, carry its control records over once)."""
+    store = state_store(admin.conn)
+    if store.layout_ready:
+        return  # created and upgraded by this process already (every group sync that writes checkpoints asks)
     rf = min(3, max(1, admin.broker_count()))
     configs = dict(_STATE_CONFIGS)
     if rf > 1:
@@ -585,7 +594,6 @@ def ensure_state_topic(admin: ClusterAdmin) -> None:
                 log.warning("cluster %s: %s stays in its first layout (control records behind open transactions) until "
                             "it can be grown once: %s (grant Alter on the topic)", admin.conn.name, STATE_TOPIC, exc)
             return
-    store = state_store(admin.conn)
     store._partitions_at = 0.0  # look again now, whatever was seen before
     store.upgrade_layout()
 
