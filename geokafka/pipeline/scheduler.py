@@ -141,13 +141,17 @@ class ThreadScheduler(Scheduler):
             self._wake[name].set()
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Stop the threads, waiting at most ``timeout_s`` in all."""
+        """Stop the threads, waiting at most ``timeout_s`` in all; a job still running then is named, once."""
         self._stop.set()
         for wake in self._wake.values():
             wake.set()
         deadline = time.monotonic() + timeout_s
         for thread in self._threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        late = [t.name.rpartition(":")[2] for t in self._threads if t.is_alive()]
+        if late:
+            log.warning("%s: jobs %s still running %.1f s after the stop (a call waiting on its time-out); they "
+                        "end on their own", self.owner, ", ".join(late), timeout_s)
 
 
 class ManualScheduler(Scheduler):

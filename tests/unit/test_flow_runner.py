@@ -313,6 +313,27 @@ def test_a_job_that_hangs_delays_neither_the_flows_loop_nor_its_other_jobs() -> 
         scheduler.close()
 
 
+def test_closing_a_scheduler_names_the_job_that_outlived_it(caplog: pytest.LogCaptureFixture) -> None:
+    release, started = threading.Event(), threading.Event()
+    scheduler = ThreadScheduler("flow f")
+
+    def stuck() -> None:
+        started.set()
+        release.wait(30)
+
+    try:
+        scheduler.add("sync", 0.05, stuck, timeout_s=0.1)
+        scheduler.add("heartbeat", 0.05, lambda: None, timeout_s=0.1)
+        assert started.wait(10)
+        with caplog.at_level(logging.WARNING):
+            scheduler.close(timeout_s=0.3)
+        said = [r.getMessage() for r in caplog.records if "still running" in r.getMessage()]
+        assert said == ["flow f: jobs sync still running 0.3 s after the stop (a call waiting on its time-out); they end "
+                        "on their own"]
+    finally:
+        release.set()
+
+
 def test_a_job_with_a_cpu_share_runs_less_often_when_its_runs_cost_more() -> None:
     now, cpu = [0.0], [0.0]
     cost = {"each": 0.001}
