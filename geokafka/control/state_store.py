@@ -77,6 +77,9 @@ R = TypeVar("R")
 STALL_S = 3.0
 """A read whose consumer's position has not moved for this long, short of the end, starts a new consumer."""
 Value = dict[str, Any]
+_NO_TOPIC = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
+             KafkaError._NOENT)
+"""What a read of a state topic that is not there meets (the admin client's offsets query says _NOENT)."""
 CONTROL_BASE = 1 << 62
 """Added to a control-partition offset where a snapshot keeps the position a key was read at, so the positions of
 the two partitions never collide (a decoded value is cached by its key's position)."""
@@ -460,6 +463,8 @@ class KafkaStateStore(StateStore):
 
     def _catch_up(self, timeout_s: float) -> None:
         try:
+            if self.partitions(timeout_s) == 0:
+                return  # no state topic yet: nothing replicated, nothing decided
             consumer = self._consumer_at(timeout_s)
             # read_committed ends are last stable offsets: what is committed up to the first open transaction (the
             # control partition has none: its end). Asked of the admin client, in one request: the consumer's own
@@ -504,8 +509,8 @@ class KafkaStateStore(StateStore):
             # broker restart (librdkafka refreshes it every 5 minutes; seen: FENCED_LEADER_EPOCH from every read
             # for 5 minutes after a target broker was killed and restarted)
             self._drop_clients()
-            if exc.args and exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
-                return  # no state topic yet: nothing replicated, nothing decided
+            if exc.args and exc.args[0].code() in _NO_TOPIC:
+                return  # no state topic yet (or not any more): nothing replicated, nothing decided
             raise_mapped(self.conn, f"reading {STATE_TOPIC}", exc)
 
     def _reconnect(self, timeout_s: float) -> Consumer:
@@ -544,10 +549,12 @@ class KafkaStateStore(StateStore):
 
     def _high_watermark(self, timeout_s: float) -> int:
         """The data partition's end, open transactions included (0: no state topic yet)."""
+        if self.partitions(timeout_s) == 0:
+            return 0  # no state topic yet
         try:
             return self._ends([DATA_PARTITION], IsolationLevel.READ_UNCOMMITTED, timeout_s)[DATA_PARTITION]
         except KafkaException as exc:
-            if exc.args and exc.args[0].code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+            if exc.args and exc.args[0].code() in _NO_TOPIC:
                 return 0
             raise_mapped(self.conn, f"reading the end of {STATE_TOPIC}", exc)
             raise
