@@ -412,12 +412,22 @@ class KafkaStateStore(StateStore):
             time.sleep(0.1)
 
     def write(self, *records: StateRecord, timeout_s: float = 15.0) -> None:
-        """Write records (each to its key's partition) and wait for the acks."""
-        _write_entries(self.conn, {r.key: r.encode() for r in records}, self.partitions(timeout_s) > 1, timeout_s)
+        """Write records (each to its key's partition) and wait for the acks; creates the topic if it is not there."""
+        _write_entries(self.conn, {r.key: r.encode() for r in records}, self._writable(timeout_s) > 1, timeout_s)
 
     def delete(self, *keys: str, timeout_s: float = 15.0) -> None:
         """Write tombstones and wait for the acks."""
-        _write_entries(self.conn, dict.fromkeys(keys), self.partitions(timeout_s) > 1, timeout_s)
+        _write_entries(self.conn, dict.fromkeys(keys), self._writable(timeout_s) > 1, timeout_s)
+
+    def _writable(self, timeout_s: float) -> int:
+        """The partitions of the state topic, created first when it is not there (in its layout: a write to a topic
+        that is not there would otherwise fail, or have the broker create it with one partition)."""
+        found = self.partitions(timeout_s)
+        if found == 0:
+            ensure_state_topic(ClusterAdmin(self.conn, timeout_s))
+            self._partitions_at = 0.0
+            found = self.partitions(timeout_s)
+        return found
 
     def close(self) -> None:
         """Close the consumer (a later read opens a new one and reads everything again)."""
@@ -626,11 +636,11 @@ def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | 
         if err is not None:
             errors.append(err.str())
 
-    for key, value in entries.items():
-        partition = partition_of(key) if control else DATA_PARTITION
-        producer.produce(STATE_TOPIC, key=key.encode(), value=encode_value(value), partition=partition,
-                         on_delivery=on_delivery)
     try:
+        for key, value in entries.items():
+            partition = partition_of(key) if control else DATA_PARTITION
+            producer.produce(STATE_TOPIC, key=key.encode(), value=encode_value(value), partition=partition,
+                             on_delivery=on_delivery)
         remaining = drain(producer, timeout_s)
     except KafkaException as exc:
         if is_fatal(exc):  # that producer can never write again: the next write gets a new one
