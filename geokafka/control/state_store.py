@@ -59,7 +59,7 @@ from geokafka.control.state_records import (
     flow_prefix,
     partition_of,
 )
-from geokafka.errors import AuthError, KafkaOperationError
+from geokafka.errors import AuthError, GeokafkaError, KafkaOperationError
 
 log = logging.getLogger("geokafka.state")
 
@@ -413,11 +413,22 @@ class KafkaStateStore(StateStore):
 
     def write(self, *records: StateRecord, timeout_s: float = 15.0) -> None:
         """Write records (each to its key's partition) and wait for the acks; creates the topic if it is not there."""
-        _write_entries(self.conn, {r.key: r.encode() for r in records}, self._writable(timeout_s) > 1, timeout_s)
+        self._write({r.key: r.encode() for r in records}, timeout_s)
 
     def delete(self, *keys: str, timeout_s: float = 15.0) -> None:
         """Write tombstones and wait for the acks."""
-        _write_entries(self.conn, dict.fromkeys(keys), self._writable(timeout_s) > 1, timeout_s)
+        self._write(dict.fromkeys(keys), timeout_s)
+
+    def _write(self, entries: dict[str, dict[str, Any] | None], timeout_s: float) -> None:
+        try:
+            _write_entries(self.conn, entries, self._writable(timeout_s) > 1, timeout_s)
+        except GeokafkaError:
+            self.forget_layout()  # the next write looks again: the topic may be gone, or its cluster new
+            raise
+
+    def forget_layout(self) -> None:
+        """Look at the topic's partitions and layout afresh (it may have been deleted, or its cluster re-created)."""
+        self._partitions, self._partitions_at, self.layout_ready = 0, 0.0, False
 
     def _writable(self, timeout_s: float) -> int:
         """The partitions of the state topic, created first when it is not there (in its layout: a write to a topic
@@ -520,6 +531,7 @@ class KafkaStateStore(StateStore):
             # for 5 minutes after a target broker was killed and restarted)
             self._drop_clients()
             if exc.args and exc.args[0].code() in _NO_TOPIC:
+                self.forget_layout()
                 return  # no state topic yet (or not any more): nothing replicated, nothing decided
             raise_mapped(self.conn, f"reading {STATE_TOPIC}", exc)
 
@@ -603,14 +615,15 @@ def ensure_state_topic(admin: ClusterAdmin) -> None:
     """Create the state topic on a target cluster if it is missing; upgrade one of the first layout (grow it by the
     control partition, carry its control records over once)."""
     store = state_store(admin.conn)
-    if store.layout_ready:
-        return  # created and upgraded by this process already (every group sync that writes checkpoints asks)
-    rf = min(3, max(1, admin.broker_count()))
-    configs = dict(_STATE_CONFIGS)
-    if rf > 1:
-        configs["min.insync.replicas"] = "2"
     existing = admin.topic_partitions().get(STATE_TOPIC)
+    if existing is not None and existing >= STATE_PARTITIONS and store.layout_ready:
+        return  # upgraded by this process already (every group sync that writes checkpoints asks)
     if existing is None:
+        store.forget_layout()  # a cluster that was re-created on the same address (tests do that) has none
+        rf = min(3, max(1, admin.broker_count()))
+        configs = dict(_STATE_CONFIGS)
+        if rf > 1:
+            configs["min.insync.replicas"] = "2"
         admin.create_topic(STATE_TOPIC, STATE_PARTITIONS, rf, configs)
     elif existing < STATE_PARTITIONS:
         try:
