@@ -7,13 +7,13 @@ The decision, in order:
 * a code in :data:`PERMANENT` (the cluster refuses the request as it is: a config, a policy, a replication
   factor, a size) is not retriable: asking again gets the same answer, so the flow goes to ``error`` with the
   code and a hint (:data:`HINTS`) and a person changes something;
-* a code in :data:`TRANSIENT` (leaders moving, a coordinator loading, a broker away, a time-out), an error the
-  client marked ``retriable()`` or ``txn_requires_abort()``, and every other code is retriable: unknown means
-  "try again later" (its code is kept, so the status shows it).
+* every other code is retriable: leaders moving, a coordinator loading, a broker away, a time-out,
+  and codes not known to be permanent ("try again later"; the code is kept, so the status shows it);
+  ``txn_requires_abort()`` marks it abortable.
 
 A client library builds ``KafkaError`` objects without the retriable flag for its own local errors (a time-out
-reads ``retriable() == False``), which is why the codes decide first. ``tests/unit/test_kafka_errors.py`` is
-the table test; the Java side has its own (``KafkaErrors`` in ``jvm/``).
+reads ``retriable() == False``), which is why only the codes of :data:`PERMANENT` and the fatal flag stop.
+``tests/unit/test_kafka_errors.py`` is the table test; the Java side has its own (``KafkaErrors`` in ``jvm/``).
 """
 
 from __future__ import annotations
@@ -33,19 +33,6 @@ PERMANENT = frozenset({
     KafkaError._UNSUPPORTED_FEATURE, KafkaError._NOT_IMPLEMENTED, KafkaError._INVALID_TYPE,
 })
 """Codes the cluster answers the same way however often it is asked."""
-
-TRANSIENT = frozenset({
-    KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.REQUEST_TIMED_OUT,
-    KafkaError.NOT_ENOUGH_REPLICAS, KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND, KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR, KafkaError.NETWORK_EXCEPTION,
-    KafkaError.KAFKA_STORAGE_ERROR, KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
-    KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.PREFERRED_LEADER_NOT_AVAILABLE, KafkaError.CONCURRENT_TRANSACTIONS,
-    KafkaError.REBALANCE_IN_PROGRESS, KafkaError.UNSTABLE_OFFSET_COMMIT, KafkaError.THROTTLING_QUOTA_EXCEEDED,
-    KafkaError.NOT_CONTROLLER, KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError._ALL_BROKERS_DOWN,
-    KafkaError._MSG_TIMED_OUT, KafkaError._RESOLVE, KafkaError._WAIT_COORD, KafkaError._OUTDATED,
-    KafkaError._PREV_IN_PROGRESS,
-})
-"""Codes that say "not now": leaders moving, coordinators loading, a broker or the network away."""
 
 HINTS: dict[int, str] = {
     KafkaError.INVALID_CONFIG: "the cluster refuses a topic config: leave it out (flows.<flow>.config_exclude) or "

@@ -166,10 +166,7 @@ def _look(topology: Topology, site: str, reached: bool, gone_at_ms: int | None,
 def _record(topology: Topology, decision: SiteDecision, stores: dict[str, KafkaStateStore], look: SiteLook) -> None:
     for flow, (state, reason) in decision.records.items():
         target = topology.flows[flow].target
-        try:
-            stores[target].write(AutoFailover(flow, look.site, state, reason, look.at_ms))
-        except GeokafkaError as exc:
-            log.warning("automatic failover state of %s not recorded on %s: %s", flow, target, exc)
+        _write_auto(stores[target], AutoFailover(flow, look.site, state, reason, look.at_ms))
 
 
 def _fail_over(topology: Topology, site: str, decision: SiteDecision, decide: SiteLossPolicy,
@@ -187,10 +184,16 @@ def _fail_over(topology: Topology, site: str, decision: SiteDecision, decide: Si
             state = AutoFailover.HELD
         event(text)
         decide.recorded(site, outcome.flow, state)
-        try:
-            stores[flow.target].write(AutoFailover(outcome.flow, site, state, text, int(time.time() * 1000)))
-        except GeokafkaError as exc:
-            log.warning("automatic failover state of %s not recorded on %s: %s", outcome.flow, flow.target, exc)
+        _write_auto(stores[flow.target], AutoFailover(outcome.flow, site, state, text, int(time.time() * 1000)))
     done = len(report.outcomes) - len(report.failed)
     event(f"site {site}: {done} of {len(report.outcomes)} flows failed over in {report.duration_s:.1f} s"
           + (f"; not: {', '.join(o.flow for o in report.failed)}" if report.failed else ""))
+
+
+def _write_auto(store: KafkaStateStore, record: AutoFailover) -> None:
+    """Best effort: a target that does not take the record is said in the log; the next change writes again."""
+    try:
+        store.write(record)
+    except GeokafkaError as exc:
+        log.warning("automatic failover state of %s not recorded on %s: %s", record.flow, store.name, exc)
+
