@@ -24,13 +24,11 @@ from typing import Literal
 
 from geokafka.control.rpo import RpoInterval
 from geokafka.control.state_records import AutoFailover, Role
-from geokafka.failover.vantage import FRESH_S, LIVE_HEARTBEAT_S, MirrorView
+from geokafka.failover.vantage import FRESH_S, MirrorView
 from geokafka.topology.schema import FailoverPolicy
 
 RETRY_S = 30.0
 """A failover of a lost site that did not finish is tried again after this long (it finishes what is left)."""
-
-LIVE_MIRROR_STATES = ("running", "starting", "retrying")
 
 SiteState = Literal["up", "partitioned", "suspect", "held", "lost", "failed-over"]
 
@@ -88,9 +86,7 @@ class _SiteMemory:
 
 def gives_view(view: MirrorView) -> bool:
     """The mirror is live (its heartbeat is fresh) and has recorded a look at the source, one way or the other."""
-    live = view.heartbeat_state in LIVE_MIRROR_STATES and view.heartbeat_age_s is not None \
-        and view.heartbeat_age_s <= LIVE_HEARTBEAT_S
-    return live and (view.observed_at_ms is not None or view.failed_at_ms is not None)
+    return view.live and (view.observed_at_ms is not None or view.failed_at_ms is not None)
 
 
 def mirror_out_since_ms(view: MirrorView) -> int | None:

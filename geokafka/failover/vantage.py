@@ -52,12 +52,16 @@ class MirrorView:
         return self.failed_at_ms is not None
 
     @property
+    def live(self) -> bool:
+        """The mirror writes heartbeats: a live state, recorded no longer than :data:`LIVE_HEARTBEAT_S` ago."""
+        return self.heartbeat_state in ("running", "starting", "retrying") and self.heartbeat_age_s is not None \
+            and self.heartbeat_age_s <= LIVE_HEARTBEAT_S
+
+    @property
     def might_reach_source(self) -> bool:
         """A live mirror whose last look, younger than :data:`FRESH_S`, reached the source and none failed since."""
         age = self.observed_age_s
-        live = self.heartbeat_state in ("running", "starting", "retrying") and self.heartbeat_age_s is not None \
-            and self.heartbeat_age_s <= LIVE_HEARTBEAT_S
-        return live and not self.lost_source and age is not None and age < FRESH_S
+        return self.live and not self.lost_source and age is not None and age < FRESH_S
 
     def describe(self, source: str) -> str:
         """One phrase, e.g. ``the mirror last reached nyc 0.4 s ago`` or ``the mirror lost nyc 12.0 s ago``."""
