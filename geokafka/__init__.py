@@ -5,5 +5,5 @@ exact consumer-offset translation and failover, stretched-cluster planning, and 
 all driven by one topology file.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"  # semantic versioning; CHANGELOG.md's [Unreleased] until 0.2.0
 __all__ = ["__version__"]

@@ -2,7 +2,8 @@
 
 ``contract.json`` (next to this module) declares them once: the state topic, the progress
 record's key and fields, the provenance headers, the transactional ids, the commit summary
-fields, the failure kinds and the option names. The jvm module's build copies the same file into
+fields, the failure kinds, the partition key (a source partition in the sink's options), the option
+names and each option's value shape. The jvm module's build copies the same file into
 its jar, where ``Contract.java`` loads it; each side has a test that fails when its code drifts
 from the file (``tests/unit/test_contract.py``, ``jvm/src/test/.../ContractTest.java``).
 
@@ -37,6 +38,9 @@ ORIGIN_HEADER: str = spec()["headers"]["origin"]
 SOURCE_HEADER: str = spec()["headers"]["source"]
 SOURCE_HEADER_VALUE: str = spec()["headers"]["source_value"]
 FAILURE_KINDS: tuple[str, ...] = tuple(spec()["failure"]["kinds"])
+PARTITION_KEY: str = spec()["partition_key"]
+WRITER_COMPRESSION: str = spec()["writer_compression"]
+"""The writer's compression.type when neither the flow nor the pipeline's producer_config names one."""
 
 
 def progress_key(flow: str, topic: str, partition: int) -> str:
@@ -57,3 +61,29 @@ def group_transactional_id(flow: str, generation: int, group: int) -> str:
 def legacy_transactional_id(flow: str, topic: str, partition: int) -> str:
     """The id of one source partition's writer before partition groups (fenced once, on upgrade)."""
     return str(spec()["transactional_id"]["legacy_partition"]).format(flow=flow, topic=topic, partition=partition)
+
+
+def partition_key(topic: str, partition: int) -> str:
+    """A source partition's key in the sink's options (``expected``) and the commit hand-over."""
+    return PARTITION_KEY.format(topic=topic, partition=partition)
+
+
+_KEY_PREFIX, _KEY_REST = PARTITION_KEY.split("{topic}", 1)
+_KEY_SEPARATOR, _KEY_SUFFIX = _KEY_REST.split("{partition}", 1)
+
+
+def parse_partition_key(key: str) -> tuple[str, int]:
+    """The source topic and partition a :func:`partition_key` names (``ValueError`` for anything else).
+
+    Read for every progress record of a state topic (a million on a large one): the format's parts are split once."""
+    if not _KEY_SEPARATOR or not key.startswith(_KEY_PREFIX) or not key.endswith(_KEY_SUFFIX):
+        raise ValueError(f"not a partition key ({PARTITION_KEY}): {key!r}")
+    topic, found, partition = key[len(_KEY_PREFIX):len(key) - len(_KEY_SUFFIX)].rpartition(_KEY_SEPARATOR)
+    if not found or not topic or not partition.isdigit():
+        raise ValueError(f"not a partition key ({PARTITION_KEY}): {key!r}")
+    return topic, int(partition)
+
+
+def option_shape(section: str, role: str) -> str:
+    """The shape of an option's value (``option_shape("sink_options", "generation")`` is ``"long"``)."""
+    return str(spec()["option_shapes"][section][role])

@@ -118,8 +118,10 @@ def south(base_topology: Topology, local_clusters: dict[str, LocalClusterSpec]) 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
     """One local SparkSession with the Kafka connector, shared by every test."""
+    from geokafka.artifacts.spark_home import pyspark_home, trimmed_home
     from geokafka.pipeline.spark_session import get_spark
 
+    trimmed_home(pyspark_home())  # ./run built it already (geokafka itself never does); a bare pytest builds it here
     # real-time mode runs every partition group of every flow at once: room for a mirror of four groups
     session = get_spark("local[4]", "geokafka-tests")
     yield session
@@ -156,6 +158,9 @@ _EXIT_STATUS: list[int] = []
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    tests_state = sys.modules.get("pipeline_util")
+    if tests_state is not None:
+        tests_state.TEST_STORES.close()  # the tests' state stores: before the shared brokers stop
     if "PYTEST_XDIST_WORKER" not in os.environ:  # a run without workers, or xdist's controller once all are done
         stop_shared(session.config)
     _EXIT_STATUS.append(int(exitstatus))

@@ -15,9 +15,11 @@ from geokafka.control.connection import ClusterConnection
 
 T = TypeVar("T")
 
-# four workers, and a spare for the worker pytest-xdist starts in place of one that crashed
-# (gw4: the crashed worker's clusters may still hold its ports)
-DEFAULT_PORT_BASES = "21000,9100,1100,19500,1300"
+# five workers (`./run tests`: the two cores were busy 74% of a 4-worker run and 89-96% of 5-worker ones; 19:53 of
+# pytest with 4, 17:13-19:53 with 5: see the benchmark history), and a spare for the worker pytest-xdist starts in
+# place of one that crashed (gw5: the crashed worker's clusters may still hold its ports);
+# tests/unit/test_port_bases.py checks they share no port
+DEFAULT_PORT_BASES = "20300,1500,1100,1700,1900,1300"
 
 
 SHARED_PORT_BASE = 11500
@@ -31,10 +33,11 @@ def shared_port_base() -> int:
 
 def port_base() -> int:
     """First port of this test process's own clusters (the private east base+92, west +1092, south
-    +2092 of ``integration/private/``, the restart test's target +4092, SASL +5092 and +6092, the link-cut
-    DC +7092; controllers +100).
+    +2092 of ``integration/private/``, the fan-in test's north +3092, the restart test's target +4092, SASL +5092
+    and +6092, the link-cut DC +7092, the partition-refusal cluster +8092, the policy cluster +9092; controllers
+    +100; ``tests/unit/test_port_bases.py`` checks them all).
 
-    GEOKAFKA_TEST_PORT_BASE is a comma-separated list (default 21000,9100,1100,19500,1300): a run without
+    GEOKAFKA_TEST_PORT_BASE is a comma-separated list (default 20300,1500,1100,1700,1900,1300): a run without
     pytest-xdist, or its worker gw0, takes the first, gw1 the second, and so on. The defaults keep
     every worker's ports below the kernel's ephemeral range (32768-60999) and clear of the ports
     fixed by the demo (17092-18192), the bench (24092, 24192, 25092, 25192), ``geokafka up`` in

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import yaml
 from kafka_util import produce, read_all
 
 from geokafka.control.connection import ClusterConnection
-from geokafka.control.state_store import StateSnapshot, state_store
+from geokafka.control.state_store import KafkaStateStore, StateSnapshot
+from geokafka.control.state_stores import StateStores
 from geokafka.errors import GeokafkaError
 from geokafka.pipeline.mirror import mirror
 from geokafka.pipeline.runner import FlowRunner, PartitionProgress
@@ -62,6 +70,74 @@ def running_mirror(
         raise AssertionError(f"mirror failed: {type(failure[0]).__name__}: {failure[0]}") from failure[0]
 
 
+GEOKAFKA = Path(sys.executable).with_name("geokafka")
+"""The geokafka command of this environment."""
+
+
+def write_topology(topology: Topology, path: Path) -> Path:
+    """``topology`` as a YAML file at ``path`` (its defaults left out, as a person writes one)."""
+    path.write_text(yaml.safe_dump(topology.model_dump(mode="json", exclude_defaults=True)))
+    return path
+
+
+def left_behind(pgid: int) -> bool:
+    """True while any process of the process group ``pgid`` (the command and what it started) lives."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_for_line(proc: subprocess.Popen, log: Path, line: str, timeout_s: float = 240) -> None:
+    """Wait until ``log`` (``proc``'s output) holds ``line``; fails at once, with its last words, if ``proc`` exits
+    first."""
+    deadline = time.monotonic() + timeout_s
+    while line not in log.read_text() and time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.5)
+    assert line in log.read_text(), log.read_text()[-3000:]
+
+
+@dataclass
+class MirrorCommand:
+    """A `geokafka mirror` in a process group of its own: its topology file, its output's log and the process."""
+
+    path: Path
+    log: Path
+    proc: subprocess.Popen
+
+    def text(self) -> str:
+        """What it said so far."""
+        return self.log.read_text()
+
+    def wait_for_line(self, line: str, timeout_s: float = 240) -> None:
+        """Wait until it says ``line``; fails at once, with its last words, if it exits first."""
+        wait_for_line(self.proc, self.log, line, timeout_s)
+
+    def status(self) -> subprocess.CompletedProcess[str]:
+        """`geokafka --json status` of its topology, as another process sees it."""
+        return subprocess.run([str(GEOKAFKA), "-f", str(self.path), "--json", "status"], capture_output=True,
+                              text=True, timeout=120)
+
+
+@contextmanager
+def mirror_command(topology: Topology, flows: list[str], home: Path, *options: str) -> Iterator[MirrorCommand]:
+    """`geokafka [OPTIONS] -f home/geokafka.yaml mirror FLOWS` with ``topology`` written there, its output in
+    home/mirror.log; whatever of its process group is left after the block is killed."""
+    path = write_topology(topology, home / "geokafka.yaml")
+    log = home / "mirror.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([str(GEOKAFKA), *options, "-f", str(path), "mirror", *flows], stdout=out,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        yield MirrorCommand(path, log, proc)
+    finally:
+        if left_behind(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+
+
 def wait_for(condition: Callable[[], Any], timeout_s: float = 60.0, what: str = "condition") -> Any:
     """Poll ``condition`` until truthy; fail the test with ``what`` after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
@@ -71,6 +147,16 @@ def wait_for(condition: Callable[[], Any], timeout_s: float = 60.0, what: str = 
             return result
         time.sleep(0.25)
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+TEST_STORES = StateStores()
+"""The state stores tests read and write through (as a command would through its own), closed when the session ends
+(``conftest.py``)."""
+
+
+def state_store(conn: ClusterConnection) -> KafkaStateStore:
+    """The tests' state store of ``conn``'s cluster."""
+    return TEST_STORES.of(conn)
 
 
 def wait_state_readable(conn: ClusterConnection, readable: Callable[[StateSnapshot], Any], what: str) -> None:

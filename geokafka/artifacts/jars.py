@@ -1,8 +1,12 @@
-"""Resolve the pinned Kafka and Spark-Kafka jars from Maven Central with ``mvn``, once.
+"""Find geokafka's jars: those an installed wheel carries, else those fetched from Maven Central with ``mvn``.
 
-The poms next to this file pin the versions. Each set is copied into its own cache folder
-(``~/.cache/geokafka/jars/<name>-<version>``), written to a temporary folder first and
-renamed when complete, so an interrupted fetch never leaves a half-filled cache.
+A wheel (``./run dist``) carries what Spark needs to mirror in :data:`PACKAGED`: geokafka's Spark
+source and sink and the Spark-Kafka jars, each with its LICENSE and NOTICE beside it; those are
+used first. Otherwise (a checkout) the poms next to this file pin the versions and each set is
+copied into its own cache folder (``~/.cache/geokafka/jars/<name>-<version>``), written to a
+temporary folder first and renamed when complete, so an interrupted fetch never leaves a
+half-filled cache. Kafka's own jars (local clusters: ``up``, ``demo``, ``drill``, ``bench``) are
+never in the wheel: :func:`local_kafka_jars` fetches them with ``mvn`` or says how to.
 """
 
 from __future__ import annotations
@@ -42,6 +46,10 @@ class JarSet:
 KAFKA = JarSet("kafka", KAFKA_VERSION, _POMS / "kafka.pom.xml")
 SPARK_KAFKA = JarSet("spark-kafka", SPARK_VERSION, _POMS / "spark.pom.xml", _SPARK_ARTIFACTS)
 
+PACKAGED = Path(__file__).with_name("packaged")
+"""The jars a wheel carries (written by ``./run dist``; absent in a checkout)."""
+SINK_JAR_NAME = "geokafka-spark.jar"
+
 
 def cache_root() -> Path:
     """Where jar sets are cached (``$GEOKAFKA_CACHE`` or ``~/.cache/geokafka``)."""
@@ -63,8 +71,26 @@ def kafka_classpath() -> str:
 
 
 def spark_kafka_jars() -> list[Path]:
-    """The jars Spark needs on its classpath to read Kafka."""
-    return sorted(jar_dir(SPARK_KAFKA).glob("*.jar"))
+    """The jars Spark needs on its classpath to read Kafka: the wheel's, else the cache's (fetched if needed)."""
+    packaged = sorted((PACKAGED / SPARK_KAFKA.name).glob("*.jar"))
+    return packaged or sorted(jar_dir(SPARK_KAFKA).glob("*.jar"))
+
+
+def local_kafka_jars(command: str) -> Path:
+    """The folder of Kafka's jars that ``command`` runs local clusters from: the cache's; on a first run
+    fetched with ``mvn`` when it is on PATH; else :class:`EnvironmentError_` saying what is missing and
+    which command fetches it (checked before anything starts)."""
+    target = cache_root() / f"{KAFKA.name}-{KAFKA.version}"
+    if not (target / ".complete").exists() and shutil.which("mvn") is None:
+        raise EnvironmentError_(f"`geokafka {command}` runs local clusters from Kafka {KAFKA.version}'s jars, which are "
+                                f"not in {target}: `geokafka fetch-jars` fetches them from Maven Central (needs Maven)")
+    return jar_dir(KAFKA)
+
+
+def fetch_jars() -> dict[str, Path]:
+    """Fetch (``mvn``) every jar set this installation does not carry: name -> folder."""
+    sets = [KAFKA] + ([] if any((PACKAGED / SPARK_KAFKA.name).glob("*.jar")) else [SPARK_KAFKA])
+    return {f"{s.name} {s.version}": jar_dir(s) for s in sets}
 
 
 def jar_set_digest(seed: str, jars: Iterable[Path]) -> str:
@@ -88,9 +114,15 @@ UNUSED_JAR_S = 7 * 24 * 3600.0
 
 
 def sink_jar() -> Path:
-    """geokafka's Spark source and sink, built with ``mvn`` against the pinned pyspark and Kafka client
-    when missing or when its sources or the contract changed (cached per source digest, staged and
-    renamed when complete)."""
+    """geokafka's Spark source and sink: the wheel's; in a checkout built with ``mvn`` against the pinned
+    pyspark and Kafka client when missing or when its sources or the contract changed (cached per source
+    digest, staged and renamed when complete)."""
+    packaged = PACKAGED / SINK_JAR_NAME
+    if packaged.is_file():
+        return packaged
+    if not (SINK_MODULE / "pom.xml").is_file():
+        raise EnvironmentError_(f"geokafka's Spark source and sink ({packaged}) is missing from this installation: "
+                                "reinstall geokafka from its wheel")
     kafka_clients = next(iter(sorted(jar_dir(SPARK_KAFKA).glob("kafka-clients-*.jar"))))
     spark_jars = _pyspark_jars()
     digest = hashlib.sha256()
@@ -100,7 +132,7 @@ def sink_jar() -> Path:
     digest.update(b"contract.json\0" + CONTRACT_FILE.read_bytes())
     digest.update(f"{SPARK_VERSION}:{kafka_clients.name}".encode())
     target = cache_root() / f"geokafka-spark-{digest.hexdigest()[:16]}"
-    jar = target / "geokafka-spark.jar"
+    jar = target / SINK_JAR_NAME
     if jar.exists():
         with contextlib.suppress(OSError):
             os.utime(target)  # in use: kept while other builds come and go
@@ -121,7 +153,7 @@ def sink_jar() -> Path:
         errors = [line for line in errors if ".java:[" in line] or errors
         raise EnvironmentError_(f"mvn could not build geokafka's Spark source and sink ({SINK_MODULE}): "
                                 f"{(errors or ['no jar built'])[0].strip()}")
-    built.rename(staging / "geokafka-spark.jar")
+    built.rename(staging / SINK_JAR_NAME)
     shutil.rmtree(staging / "build", ignore_errors=True)
     for old in target.parent.glob("geokafka-spark-*"):
         # another checkout on this machine, or a process started before this build, may still run its own
@@ -129,7 +161,12 @@ def sink_jar() -> Path:
         with contextlib.suppress(OSError):
             if old.is_dir() and time.time() - old.stat().st_mtime > UNUSED_JAR_S:
                 shutil.rmtree(old, ignore_errors=True)
-    staging.rename(target)
+    try:
+        staging.rename(target)
+    except OSError:
+        if not jar.exists():
+            raise
+        shutil.rmtree(staging, ignore_errors=True)  # another process built the same sources first: its jar is ours
     return jar
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from geokafka.artifacts import jars
 from geokafka.bench.mm2 import LOG4J
 from geokafka.bench.replicator import run_replicator
-from geokafka.bench.setup import DST, SRC, create_topic, partition_count
+from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, create_topic, partition_count
 
 PREFIX = "copy."
 
@@ -20,12 +20,13 @@ def run_copy_loop(work: Path, topic: str, records: int, size: int, lat_topic: st
     topics = [t for t in (topic, lat_topic) if t]
     for name in topics:
         create_topic(DST, PREFIX + name, partition_count(SRC, name))
-    cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", f"-Dlog4j2.configurationFile={LOG4J}",
+    cmd = ["java", "-Xmx512m", "-XX:+UseG1GC",
+           f"-Dgeokafka.compression={WIRE_COMPRESSION}", f"-Dlog4j2.configurationFile={LOG4J}",
            f"-Dkafka.logs.dir={work}", "-cp", f"{jars.kafka_classpath()}:{jars.sink_jar()}",
            "io.geokafka.bench.CopyLoop", SRC, DST, PREFIX, *topics]
     result = run_replicator("limit", cmd, work / f"copy-loop-{topic}.log", topic=topic, target_topic=PREFIX + topic,
                             records=records, size=size, lat_topic=lat_topic,
                             lat_target=PREFIX + lat_topic if lat_topic else None, **kw)
     result["config"] = {"consumer": "max.poll.records=2000", "producer": "acks=all, linger.ms=5, batch.size=1000000, "
-                        "lz4; not transactional", "threads": "one loop"}
+                        f"{WIRE_COMPRESSION}; not transactional", "threads": "one loop"}
     return result

@@ -1,8 +1,7 @@
 """MirrorMaker 2 in dedicated mode (``org.apache.kafka.connect.mirror.MirrorMaker``) from the fetched jars.
 
 Tuned like geokafka's writer where the settings exist: producer acks=all, batch.size=1000000,
-compression lz4; tasks.max = the machine's cores. linger.ms is 5, not geokafka's 100: MM2's
-records wait for the linger before they are sent, geokafka's wait for a commit, which flushes.
+compression as geokafka's default (``WIRE_COMPRESSION``), linger.ms 5; tasks.max = the machine's cores.
 Differences that stay:
 MM2 runs twice: at-least-once, and exactly-once (KIP-618 ``exactly.once.source.support=enabled``,
 transactional like geokafka; it needs the internal REST listener). Source aliases ``mm2src`` and
@@ -17,7 +16,7 @@ from typing import Any
 
 from geokafka.artifacts import jars
 from geokafka.bench.replicator import run_replicator
-from geokafka.bench.setup import DST, SRC
+from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION
 from geokafka.infra import kafka_class_archive
 
 LOG4J = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
@@ -57,7 +56,7 @@ def mm2_properties(topics: list[str], tasks: int, exactly_once: bool = False) ->
         "dst.producer.acks": "all",
         "dst.producer.linger.ms": "5",
         "dst.producer.batch.size": "1000000",
-        "dst.producer.compression.type": "lz4",
+        "dst.producer.compression.type": WIRE_COMPRESSION,
         "dst.producer.max.request.size": "8388608",
         f"{alias}->dst.producer.override.acks": "all",
         # consumer (the reader side): large fetches, like Spark's Kafka source

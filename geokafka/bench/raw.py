@@ -11,10 +11,11 @@ from typing import Any
 from geokafka.artifacts import jars
 from geokafka.bench.mm2 import LOG4J
 from geokafka.bench.procstat import TreeSampler
-from geokafka.bench.setup import DST, SRC, create_topic
+from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, create_topic
 from geokafka.infra import kafka_class_archive
 
-PRODUCER_PROPS = ["acks=all", "linger.ms=5", "batch.size=1000000", "compression.type=lz4", f"bootstrap.servers={DST}"]
+PRODUCER_PROPS = ["acks=all", "linger.ms=5", "batch.size=1000000", f"compression.type={WIRE_COMPRESSION}",
+                  f"bootstrap.servers={DST}"]
 
 
 def _java(work: Path, main: str, args: list[str]) -> tuple[str, float, int]:

@@ -21,8 +21,10 @@ def run_replicator(
     lat_warmup_s: float = 0.0,
     timeout_s: float = 600, env: dict[str, str] | None = None,
     broker_pid: int | None = None, idle_s: float = 0.0, log_sizes: Callable[[], dict[str, int]] | None = None,
+    while_running: Callable[[], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Start ``cmd``; measure until ``target_topic`` holds ``records``; then the latency probe; then, with
+    """Start ``cmd``; measure until ``target_topic`` holds ``records``; then the latency probe; then
+    ``while_running`` (what else is measured beside the running replicator, kept under that key); then, with
     ``idle_s``, its cost while nothing is written (its CPU, the target broker's ``broker_pid`` CPU, and the growth
     of the target's internal topics as ``log_sizes`` reads them, per hour); stop it."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -116,6 +118,8 @@ def run_replicator(
             result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s, warmup_s=lat_warmup_s)
             sampler.sample()
             result["peak_rss_mb"] = round(sampler.peak_rss / 1e6, 1)
+        if while_running is not None:
+            result["while_running"] = while_running()
         if idle_s > 0:
             result["idle"] = _idle_cost(sampler, broker, log_sizes, idle_s)
         result.update({"peak_threads": sampler.peak_threads, "peak_sockets": sampler.peak_sockets})

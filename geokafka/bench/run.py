@@ -17,13 +17,15 @@ from geokafka.bench.geokafka_run import run_geokafka
 from geokafka.bench.mm2 import run_mm2
 from geokafka.bench.raw import run_raw
 from geokafka.bench.scaling import run_scaling
-from geokafka.bench.setup import SRC, bench_topology, create_topic, load
+from geokafka.bench.setup import SRC, WIRE_COMPRESSION, bench_topology, create_topic, load
 from geokafka.bench.spark_kafka import run_spark_kafka
 from geokafka.bench.state_reads import time_state_reads
 from geokafka.bench.translation import time_translation
 from geokafka.control.connection import connection
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import start_clusters, stop_cluster
+from geokafka.pipeline.query import writer_config
+from geokafka.topology import Topology
 
 Say = Callable[[str], None]
 
@@ -137,6 +139,9 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
                 say(f"[{label}] geokafka in micro-batch mode")
                 run["geokafka-micro-batch"] = _safe("geokafka-micro-batch", say, lambda: run_geokafka(
                     work, state_dir, topic, n, size, lat("gkmb"), mode="micro-batch", **lat_kw))
+            for name, codec in compressions(topology).items():  # what each writer sent the target
+                if (run.get(name) or {}).get("ran"):
+                    run[name]["compression"] = codec
             run["ratios"] = ratios(run)
             report["runs"][label] = run
         report["scaling"] = run_scaling(work, state_dir, dst_spec, sizes.scaling, sizes.scaling_records,
@@ -154,6 +159,14 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
                 stop_cluster(spec)
     report["total_s"] = round(time.monotonic() - t_start, 1)
     return report
+
+
+def compressions(topology: Topology) -> dict[str, str]:
+    """The compression.type of each contender's writer: geokafka's as its defaults make it, the others' set to it."""
+    flow = next(iter(topology.flows.values()))
+    own = writer_config(flow, topology.pipeline)["compression.type"]
+    return {name: own if name.startswith("geokafka") else WIRE_COMPRESSION
+            for name in ("raw", "limit", "mm2", "mm2-eos", "spark-kafka", "geokafka", "geokafka-micro-batch")}
 
 
 def ratios(run: dict[str, Any]) -> dict[str, float | None]:
@@ -228,6 +241,8 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
         check(f"sockets at {most} partitions", big_value("sockets"), "<= 200", at_most(big_value("sockets"), 200)),
         check(f"peak RSS at {most} partitions (MB)", big_value("peak_rss_mb"), "<= 1500",
               at_most(big_value("peak_rss_mb"), 1500.0)),
+        check(f"`geokafka status` CPU at {most} partitions (s)", (big_value("status") or {}).get("cpu_s"), "< 2",
+              at_most((big_value("status") or {}).get("cpu_s"), 1.999)),
         check(f"idle CPU at {most} partitions (%)", idle, f"<= MM2's ({mm2_idle})", at_most(idle, mm2_idle)),
         check(f"throughput at {counts[-2] if len(counts) >= 2 else '?'} / {counts[0] if counts else '?'} partitions",
               scale, ">= 0.8", None if scale is None else scale >= 0.8),

@@ -65,7 +65,7 @@ def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, partition
             load_before = os.getloadavg()[0]
             try:
                 if name == "geokafka":
-                    result = run_geokafka(work, state_dir, topic, records, size, lat, **kwargs)
+                    result = run_geokafka(work, state_dir, topic, records, size, lat, status_cost=True, **kwargs)
                 else:
                     result = run_mm2(work, topic, records, size, lat, **kwargs)
             except Exception as exc:  # noqa: BLE001 - a contender that fails is reported as not run, with why
@@ -90,4 +90,5 @@ def scaling_row(name: str, partitions: int, result: dict[str, Any]) -> dict[str,
         "peak_rss_mb": result.get("peak_rss_mb"), "target_broker_cpu_s": result.get("target_broker_cpu_s"),
         "idle_cpu_percent": idle.get("cpu_percent"), "idle_target_broker_cpu_percent": idle.get("target_broker_cpu_percent"),
         "idle_growth_mb_per_hour": idle.get("growth_mb_per_hour"), "load_avg_1m": result.get("load_avg_1m"),
+        "status": (result.get("while_running") or {}).get("status"),
     }

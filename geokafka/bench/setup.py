@@ -7,10 +7,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from geokafka import contract
 from geokafka.control.admin import silent_logger
 from geokafka.topology import Topology, parse_topology
 
 SRC_PORT, DST_PORT = 24092, 25092
+WIRE_COMPRESSION = contract.WRITER_COMPRESSION
+"""How every contender's writer compresses: geokafka's default, so each is measured as its users run it."""
 SRC = f"127.0.0.1:{SRC_PORT}"
 DST = f"127.0.0.1:{DST_PORT}"
 
@@ -35,7 +38,6 @@ pipeline:
   mode: {mode}
   trigger_ms: 0  # micro-batch mode only: a batch as soon as the last one ends
   max_records_per_batch: {max_batch}
-  producer_config: {{compression.type: lz4}}  # as MirrorMaker 2's and the raw producer's
 """
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from geokafka.bench.replicator import run_replicator
-from geokafka.bench.setup import DST, SRC, create_topic
+from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, create_topic
 
 PREFIX = "sk"
 MASTER = "local[16]"  # as geokafka's: tasks wait on round trips to the clusters, not on CPU
@@ -34,7 +34,7 @@ def main(prefix: str, checkpoint: str, topics: list[str]) -> None:
     out = frame.selectExpr("key", "value", "headers", "partition", "timestamp",
                            f"concat('{prefix}.', topic) AS topic")
     writer = out.writeStream.format("kafka").option("kafka.bootstrap.servers", DST)
-    for key, value in {"acks": "all", "linger.ms": "5", "batch.size": "1000000", "compression.type": "lz4",
+    for key, value in {"acks": "all", "linger.ms": "5", "batch.size": "1000000", "compression.type": WIRE_COMPRESSION,
                        "max.request.size": "8388608"}.items():
         writer = writer.option(f"kafka.{key}", value)
     query = writer.option("checkpointLocation", checkpoint).trigger(processingTime="0 seconds").start()
@@ -55,7 +55,8 @@ def run_spark_kafka(work: Path, topic: str, records: int, size: int, partitions:
                             target_topic=f"{PREFIX}.{topic}", records=records, size=size, lat_topic=lat_topic,
                             lat_target=f"{PREFIX}.{lat_topic}" if lat_topic else None, **kw)
     result["config"] = {"master": MASTER, "trigger": "processingTime=0", "maxOffsetsPerTrigger": 200_000,
-                        "writer": "Spark's Kafka sink: at-least-once, acks=all, linger.ms=5, batch.size=1000000, lz4"}
+                        "writer": "Spark's Kafka sink: at-least-once, acks=all, linger.ms=5, batch.size=1000000, "
+                                  + WIRE_COMPRESSION}
     return result
 
 

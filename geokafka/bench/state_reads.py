@@ -13,6 +13,7 @@ from typing import Any
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
+from geokafka.control.flow_states import FlowState
 from geokafka.control.state_records import STATE_TOPIC, GroupCheckpoint, Heartbeat, Progress, partition_of
 from geokafka.control.state_store import KafkaStateStore, ensure_state_topic
 
@@ -70,7 +71,7 @@ def time_state_reads(conn: ClusterConnection, progress_records: int = 1_000_000,
 
     def heartbeat() -> None:
         store.read(timeout_s=30).role(FLOW)
-        store.write(Heartbeat(FLOW, "running", int(time.time() * 1000), {"written": 1}))
+        store.write(Heartbeat(FLOW, FlowState.RUNNING, int(time.time() * 1000), {"written": 1}))
 
     def status() -> None:
         state = store.read(timeout_s=30)

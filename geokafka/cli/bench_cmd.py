@@ -13,6 +13,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from geokafka.artifacts.jars import local_kafka_jars
 from geokafka.cli.context import CliContext, pass_ctx
 
 CONTENDERS = ("raw", "limit", "mm2", "mm2-eos", "spark-kafka", "geokafka", "geokafka-micro-batch")
@@ -48,6 +49,7 @@ def render(report: dict[str, Any]) -> list[Table]:
             if r.get("first_visible_s") is not None and name != "raw":
                 note += f", first visible {r['first_visible_s']}s"
             note += f" load {r.get('load_avg_1m', ['?'])[0]}"
+            note = f"{r.get('compression', '?')}, {note.lstrip(', ')}"
             table.add_row(label, name, _n(r["records_per_s"]), _n(r["mb_per_s"], ",.1f"), _n(lat.get("p50_ms"), ".1f"),
                           _n(lat.get("p95_ms"), ".1f"), _n(lat.get("p99_ms"), ".1f"), _n(r.get("cpu_s_per_gb"), ",.0f"),
                           _n(None if r.get("jit_share") is None else 100 * r["jit_share"], ".0f"),
@@ -60,7 +62,8 @@ def render(report: dict[str, Any]) -> list[Table]:
                       f"gk/limit {_n(ratios.get('geokafka_over_limit'), '.2f')}", *_blank(table, 6))
     scaling = Table("contender", "partitions", "records/s", "first record s", "backlog s", "p50 ms", "p99 ms", "CPU s/GB",
                     "threads", "sockets", "peak RSS MB", "broker CPU s", "idle CPU %", "idle broker CPU %",
-                    "idle growth MB/h", "load", title="scaling (the same backlog over more partitions, then steady traffic)")
+                    "idle growth MB/h", "status CPU s", "load",
+                    title="scaling (the same backlog over more partitions, then steady traffic)")
     for row in report.get("scaling", []):
         if not row.get("ran"):
             scaling.add_row(row["contender"], str(row["partitions"]), "not run", str(row.get("reason", ""))[:60],
@@ -73,6 +76,7 @@ def render(report: dict[str, Any]) -> list[Table]:
                         _n(row["target_broker_cpu_s"], ".1f"), _n(row["idle_cpu_percent"], ".1f"),
                         _n(row["idle_target_broker_cpu_percent"], ".1f"),
                         ", ".join(f"{k.strip('_')} {v:.1f}" for k, v in growth.items()) or "-",
+                        _n((row.get("status") or {}).get("cpu_s"), ".2f"),
                         "-".join(str(x) for x in row.get("load_avg_1m") or []))
     goals = Table("target", "measured", "goal", "met", title="targets")
     for t in report.get("targets", []):
@@ -111,6 +115,7 @@ def bench(ctx: CliContext, quick: bool, datasets: tuple[str, ...], keep: bool, o
     Throughput counts from the first record written on the target to the last one visible
     (process start excluded); latency is produce -> visible to read_committed under a steady load.
     """
+    local_kafka_jars("bench")  # before anything starts: what is missing and how to fetch it
     from dataclasses import replace
 
     from geokafka.bench.run import FULL, QUICK, run_bench

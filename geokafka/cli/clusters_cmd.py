@@ -7,6 +7,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from geokafka.artifacts.jars import local_kafka_jars
 from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import start_clusters, stop_cluster
@@ -19,6 +20,7 @@ from geokafka.topology.ports import ephemeral_overlap, ephemeral_range
 @pass_ctx
 def up(ctx: CliContext, clusters: tuple[str, ...], timeout: float) -> None:
     """Start the topology's local clusters (all, or those named) and wait until they serve."""
+    local_kafka_jars("up")  # before anything starts: what is missing and how to fetch it
     specs = local_cluster_specs(ctx.topology, list(clusters))
     span = ephemeral_range()
     for spec in specs:

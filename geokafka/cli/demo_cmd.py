@@ -9,6 +9,7 @@ from typing import Any
 import click
 from rich.table import Table
 
+from geokafka.artifacts.jars import local_kafka_jars
 from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.cli.interrupts import terminate_as_interrupt
 
@@ -56,6 +57,7 @@ def demo(ctx: CliContext, traffic: float, rate: float, keep: bool, out: Path) ->
     nyc comes back and `reconcile` counts what it stranded; writes them as JSON and a PNG
     timeline under --out. Runs on its own embedded topology (ports 17092-17094 and 18092).
     """
+    local_kafka_jars("demo")  # before anything starts: what is missing and how to fetch it
     from geokafka.drills.connected import plot_timeline, write_result
     from geokafka.drills.demo import run_demo
 

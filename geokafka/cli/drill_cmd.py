@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from geokafka.artifacts.jars import local_kafka_jars
 from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.cli.interrupts import terminate_as_interrupt
 from geokafka.cli.plan_cmd import LAYOUTS
@@ -58,6 +59,7 @@ def stretch(ctx: CliContext, layout: str, dc: str | None, kill_after: float, obs
     Only processes this drill started are killed, found by their PID files. WAN latency
     between DCs is NOT emulated (every process binds 127.0.0.1): this is a process-kill drill.
     """
+    local_kafka_jars("drill stretch")  # before anything starts: what is missing and how to fetch it
     if json_flag:
         ctx.json_output = True
     topology = ctx.topology if layout == TOPOLOGY or ctx.file.exists() else None
@@ -135,6 +137,7 @@ def connected(ctx: CliContext, flow_name: str | None, topic: str, group: str, ki
     source site is started again, so the flow can be failed back.
     WARNING: this fails the flow over for real (`geokafka failback FLOW` reverses it).
     """
+    local_kafka_jars("drill connected")
     import time
 
     from geokafka.drills.connected import plot_timeline, run_connected_drill, write_result

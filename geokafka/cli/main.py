@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from geokafka import __version__
 from geokafka.cli.context import CliContext
 from geokafka.errors import GeokafkaError
 from geokafka.secrets import redact
@@ -44,6 +45,8 @@ class _Group(click.Group):
     help="topology file, relative to the current directory  [default: ./geokafka.yaml, which must exist]",
 )
 @click.option("--json", "json_output", is_flag=True, help="machine-readable output on stdout")
+@click.version_option(__version__, "--version", prog_name="geokafka", message="%(prog)s %(version)s",
+                      help="print geokafka's version and exit")
 @click.option("--log-level", type=click.Choice(["error", "warning", "info", "debug"]), default="warning",
               envvar="GEOKAFKA_LOG_LEVEL", help="geokafka's own log lines on stderr from this level on")
 @click.pass_context
@@ -92,6 +95,7 @@ def _register() -> None:
         drill_cmd,
         failover_cmd,
         guard_cmd,
+        jars_cmd,
         mirror_cmd,
         offsets_cmd,
         plan_cmd,
@@ -102,7 +106,7 @@ def _register() -> None:
     )
 
     for module in (demo_cmd, bench_cmd, clusters_cmd, topology_cmd, mirror_cmd, failover_cmd, reconcile_cmd,
-                   offsets_cmd, plan_cmd, drill_cmd, guard_cmd, status_cmd, check_cmd, where_cmd):
+                   offsets_cmd, plan_cmd, drill_cmd, guard_cmd, status_cmd, check_cmd, where_cmd, jars_cmd):
         for command in module.COMMANDS:
             cli.add_command(command)
 

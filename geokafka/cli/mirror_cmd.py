@@ -11,13 +11,13 @@ from rich.live import Live
 from rich.table import Table
 
 from geokafka.cli.context import CliContext, pass_ctx
+from geokafka.control.flow_states import FlowState
 from geokafka.errors import ALL_FAILED_OVER_EXIT
 from geokafka.infra.signals import stop_on_signals
-from geokafka.pipeline.runner import FlowRunner
-from geokafka.pipeline.schedule import FlowState
+from geokafka.pipeline.runner import RunnerView
 
 
-def _table(runners: list[FlowRunner]) -> Table:
+def _table(runners: list[RunnerView]) -> Table:
     table = Table("flow", "state", "mode", "partitions", "replicated", "MB", "restarts", "last error",
                   title="geokafka mirror")
     for r in runners:
@@ -37,7 +37,7 @@ class LineProgress:
         self._write, self._every_s, self._clock = write, every_s, clock
         self._last: dict[str, tuple[str, float]] = {}
 
-    def __call__(self, runners: list[FlowRunner]) -> None:
+    def __call__(self, runners: list[RunnerView]) -> None:
         now = self._clock()
         for r in runners:
             state, at = self._last.get(r.name, ("", float("-inf")))
@@ -46,7 +46,7 @@ class LineProgress:
                 self._write(progress_line(r))
 
 
-def progress_line(r: FlowRunner) -> str:
+def progress_line(r: RunnerView) -> str:
     """``flow f: running, 12,345 records, 12.3 MB, 12 partitions, 0 restarts, real-time mode[, last error: ...]``."""
     written = sum(p.written for p in r.progress.values())
     mb = sum(p.bytes for p in r.progress.values()) / 1e6
@@ -65,7 +65,7 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
     \b
     Each flow is one Structured Streaming query in one Spark application (pipeline.master;
     local[*] by default: a task thread per core), its source partitions split into a few
-    partition groups (pipeline.groups; one Spark task, one consumer and one transactional
+    partition groups (pipeline.partition_groups; one Spark task, one consumer and one transactional
     producer each), in real-time mode by default (pipeline.mode). Per flow:
     - topics: include regexes minus exclude regexes, re-evaluated every pipeline.topic_refresh_s;
       internal topics (__consumer_offsets, __transaction_state, _schemas, connect-*,
@@ -105,11 +105,11 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
         r.name: {"state": r.status, "error": str(r.error) if r.error else None,
                  "written": sum(p.written for p in r.progress.values()), "restarts": r.restarts, "mode": r.mode,
                  "duplicates_skipped": sum(p.duplicates_skipped for p in r.progress.values()),
-                 "startup": r.startup.as_dict()}
+                 "startup": dict(r.startup)}
         for r in runners
     }
     ctx.emit(result)
-    failed = [r for r in runners if r.status == "error" and r.error is not None]
+    failed = [r for r in runners if r.status == FlowState.ERROR and r.error is not None]
     if failed:
         err = failed[0].error
         assert err is not None
@@ -124,7 +124,7 @@ def mirror(ctx: CliContext, flows: tuple[str, ...], duration: float | None) -> N
 
 
 def _run(ctx: CliContext, flows: tuple[str, ...], duration: float | None, on_tick,  # type: ignore[no-untyped-def]
-         stop: threading.Event) -> list[FlowRunner]:
+         stop: threading.Event) -> list[RunnerView]:
     from geokafka.pipeline.mirror import mirror as run_mirror
     from geokafka.pipeline.spark_session import shutdown_spark
 

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from geokafka.cli.context import CliContext, pass_ctx
 from geokafka.client import where as where_now
+from geokafka.control.state_records import Role
 
 _JSON_HELP = "machine-readable output on stdout (same as the global --json)"
 
@@ -42,7 +43,7 @@ def _render(answer: dict[str, Any]) -> Group:
     state = f"{answer['role']}{' (' + answer['kind'] + ')' if answer['kind'] else ''}"
     if answer["since"]:
         state += f" since {answer['since']}"
-    if answer["role"] == "failed-over" and not answer["settled"]:
+    if answer["role"] == Role.FAILED_OVER and not answer["settled"]:
         state += ", consumer groups being moved"
     table = Table("TOPIC", "CONSUME", "PRODUCE")
     for row in answer["topics"]:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from geokafka.client.placement import Placement, placement_of
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.control.state_records import Role
-from geokafka.control.state_store import StateStore, state_store
+from geokafka.control.state_store import KafkaStateStore, StateStore
 from geokafka.errors import ClusterUnreachableError, GeokafkaError
 from geokafka.topology.schema import Flow, Topology
 
@@ -26,11 +26,13 @@ Clock = Callable[[], float]
 
 
 class RoleWatcher:
-    """The latest placement of one flow, read from ``store`` (its target's state) every ``interval_s``."""
+    """The latest placement of one flow, read from ``store`` (its target's state) every ``interval_s``;
+    ``owns_store``: the watcher closes ``store`` once it has stopped."""
 
     def __init__(self, store: StateStore, flow_name: str, spec: Flow, *, interval_s: float = 0.5,
-                 read_timeout_s: float = 10.0, clock: Clock = time.monotonic) -> None:
+                 read_timeout_s: float = 10.0, clock: Clock = time.monotonic, owns_store: bool = False) -> None:
         self.store = store
+        self._owns_store = owns_store
         self.flow_name = flow_name
         self.spec = spec
         self.interval_s = interval_s
@@ -87,10 +89,20 @@ class RoleWatcher:
         return self
 
     def stop(self) -> None:
-        """Stop reading (a read under way ends within its time-out, in its own thread)."""
+        """Stop reading (a read under way ends within its time-out, in its own thread, which then closes the store
+        the watcher owns)."""
         self._stop.set()
+        if self._thread is None and self._owns_store:
+            self.store.close()
 
     def _run(self) -> None:
+        try:
+            self._watch()
+        finally:
+            if self._owns_store:
+                self.store.close()
+
+    def _watch(self) -> None:
         while not self._stop.wait(self.interval_s):
             try:
                 self.refresh()
@@ -106,17 +118,24 @@ class RoleWatcher:
 
 
 def watcher_for(topology: Topology, flow_name: str, *, interval_s: float = 0.5,
-                read_timeout_s: float = 10.0) -> RoleWatcher:
-    """A watcher of ``flow_name`` over its target's state store (the process's shared one)."""
+                read_timeout_s: float = 10.0, store: StateStore | None = None) -> RoleWatcher:
+    """A watcher of ``flow_name`` over ``store`` (its target's state store; without one, a store of the watcher's
+    own, closed when it stops)."""
     spec = topology.flow(flow_name)
-    store = state_store(connection(topology, spec.target))
-    return RoleWatcher(store, flow_name, spec, interval_s=interval_s, read_timeout_s=read_timeout_s)
+    own = store is None
+    reader = store or KafkaStateStore(connection(topology, spec.target))
+    return RoleWatcher(reader, flow_name, spec, interval_s=interval_s, read_timeout_s=read_timeout_s, owns_store=own)
 
 
 def started_watcher(target: ClusterConnection, flow_name: str, spec: Flow, interval_s: float, role_timeout_s: float,
                     clock: Clock) -> RoleWatcher:
     """A client's own watcher of ``flow_name`` on its ``target``: read once (an error when the target cannot be
-    read: the active cluster is unknown), then every ``interval_s`` in the background."""
-    watcher = RoleWatcher(state_store(target), flow_name, spec, interval_s=interval_s, clock=clock)
-    watcher.first_read(role_timeout_s)
+    read: the active cluster is unknown), then every ``interval_s`` in the background. The watcher owns its store
+    (closed when it stops)."""
+    watcher = RoleWatcher(KafkaStateStore(target), flow_name, spec, interval_s=interval_s, clock=clock, owns_store=True)
+    try:
+        watcher.first_read(role_timeout_s)
+    except BaseException:
+        watcher.stop()
+        raise
     return watcher.start()

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from contextlib import closing
 from typing import Any
 
 from geokafka.client.placement import placement_dict, placement_of
 from geokafka.control.connection import connection
 from geokafka.control.state_records import Role
-from geokafka.control.state_store import StateStore, state_store
+from geokafka.control.state_store import KafkaStateStore, StateStore
 from geokafka.topology.schema import Topology
 
 
@@ -23,10 +24,15 @@ def where(topology: Topology, flow_name: str, topics: Iterable[str] = (), *, tim
     source) the names to consume and to produce there.
 
     Without ``topics``: the topics the flow has replicated (its progress records) and the plain names
-    among its ``topics`` regexes. Raises the state store's error when the target cannot be read.
+    among its ``topics`` regexes. Raises the state store's error when the target cannot be read. ``store``: the
+    target's state store (a store of its own otherwise, closed after the read).
     """
     spec = topology.flow(flow_name)
-    snapshot = (store or state_store(connection(topology, spec.target))).read(timeout_s)
+    if store is not None:
+        snapshot = store.read(timeout_s)
+    else:
+        with closing(KafkaStateStore(connection(topology, spec.target))) as own:
+            snapshot = own.read(timeout_s)
     placement = placement_of(flow_name, spec, snapshot.record(Role, flow_name))
     names = list(topics) or sorted({t for t, _ in snapshot.progress(flow_name)} | plain_names(spec.topics))
     return placement_dict(placement, connection(topology, placement.cluster).bootstrap, names)

@@ -254,6 +254,23 @@ class ClusterAdmin:
         rf = max(len(p.replicas) for p in md.partitions.values())
         return TopicInfo(topic, len(md.partitions), rf, configs)
 
+    def describe_topics(self, topics: Sequence[str]) -> dict[str, TopicInfo]:
+        """:meth:`describe_topic` of many topics: one metadata request and one DescribeConfigs request in all."""
+        if not topics:
+            return {}
+        try:
+            metadata = self._admin.list_topics(timeout=self.timeout_s).topics
+        except KafkaException as exc:
+            raise_mapped(self.conn, f"describing topics {', '.join(topics[:3])}", exc)
+        for topic in topics:
+            md = metadata.get(topic)
+            if md is None or md.error is not None or not md.partitions:
+                raise MissingTopicError(f"cluster {self.conn.name}: topic {topic} does not exist")
+        configs = self.many_topic_configs(topics)
+        return {topic: TopicInfo(topic, len(metadata[topic].partitions),
+                                 max(len(p.replicas) for p in metadata[topic].partitions.values()), configs[topic])
+                for topic in topics}
+
     def topic_ids(self, topics: list[str]) -> dict[str, str]:
         """topic -> its topic ID (KIP-516), which changes when a topic is deleted and re-created.
 
@@ -279,15 +296,21 @@ class ClusterAdmin:
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         """Configs set on the topic itself (not broker defaults)."""
-        resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-        try:
-            entries = self._admin.describe_configs([resource])[resource].result(timeout=self.timeout_s)
-        except (KafkaException, FutureTimeout) as exc:
-            raise_mapped(self.conn, f"describing configs of {topic}", exc)
-        return {
-            name: entry.value for name, entry in entries.items()
-            if entry.source == 1 and entry.value is not None  # DYNAMIC_TOPIC_CONFIG
-        }
+        return self.many_topic_configs([topic])[topic]
+
+    def many_topic_configs(self, topics: Sequence[str]) -> dict[str, dict[str, str]]:
+        """:meth:`topic_configs` of each of ``topics``, in one DescribeConfigs request."""
+        resources = {topic: ConfigResource(ConfigResource.Type.TOPIC, topic) for topic in topics}
+        futures = self._admin.describe_configs(list(resources.values())) if resources else {}
+        out: dict[str, dict[str, str]] = {}
+        for topic, resource in resources.items():
+            try:
+                entries = futures[resource].result(timeout=self.timeout_s)
+            except (KafkaException, FutureTimeout) as exc:
+                raise_mapped(self.conn, f"describing configs of {topic}", exc)
+            out[topic] = {name: entry.value for name, entry in entries.items()
+                          if entry.source == 1 and entry.value is not None}  # DYNAMIC_TOPIC_CONFIG
+        return out
 
     def max_message_bytes(self, topics: list[str]) -> dict[str, int]:
         """Each topic's effective ``max.message.bytes`` (its own setting or the broker's), in one request."""
@@ -307,29 +330,46 @@ class ClusterAdmin:
 
     def create_topic(self, topic: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> bool:
         """Create ``topic``; False if it already existed. Waits until every partition has a leader."""
-        new = NewTopic(topic, partitions, replication_factor, config=configs)
-        try:
-            self._admin.create_topics([new], operation_timeout=self.timeout_s)[topic].result(timeout=self.timeout_s)
-            created = True
-        except FutureTimeout as exc:
-            raise_mapped(self.conn, f"creating topic {topic}", exc)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise_mapped(self.conn, f"creating topic {topic}", exc)
-            created = False
-        self.wait_for_leaders(topic, partitions)
+        return self.create_topics([NewTopic(topic, partitions, replication_factor, config=configs)])[topic]
+
+    def create_topics(self, topics: Sequence[NewTopic]) -> dict[str, bool]:
+        """Create ``topics`` in one CreateTopics request: topic -> False for one that already existed. Waits until
+        every partition of each has a leader, for all of them together; the first topic refused raises."""
+        if not topics:
+            return {}
+        futures = self._admin.create_topics(list(topics), operation_timeout=self.timeout_s)
+        created: dict[str, bool] = {}
+        for new in topics:
+            try:
+                futures[new.topic].result(timeout=self.timeout_s)
+                created[new.topic] = True
+            except FutureTimeout as exc:
+                raise_mapped(self.conn, f"creating topic {new.topic}", exc)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                    raise_mapped(self.conn, f"creating topic {new.topic}", exc)
+                created[new.topic] = False
+        self.wait_for_all_leaders({new.topic: new.num_partitions for new in topics})
         return created
 
     def add_partitions(self, topic: str, total: int) -> None:
         """Grow ``topic`` to ``total`` partitions."""
-        try:
-            self._admin.create_partitions([NewPartitions(topic, total)])[topic].result(timeout=self.timeout_s)
-        except FutureTimeout as exc:
-            raise_mapped(self.conn, f"adding partitions to {topic}", exc)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.INVALID_PARTITIONS:
+        self.grow_topics({topic: total})
+
+    def grow_topics(self, totals: Mapping[str, int]) -> None:
+        """Grow each topic to its total partition count in one CreatePartitions request, then wait for leaders."""
+        if not totals:
+            return
+        futures = self._admin.create_partitions([NewPartitions(topic, total) for topic, total in totals.items()])
+        for topic in totals:
+            try:
+                futures[topic].result(timeout=self.timeout_s)
+            except FutureTimeout as exc:
                 raise_mapped(self.conn, f"adding partitions to {topic}", exc)
-        self.wait_for_leaders(topic, total)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError.INVALID_PARTITIONS:
+                    raise_mapped(self.conn, f"adding partitions to {topic}", exc)
+        self.wait_for_all_leaders(totals)
 
     def set_topic_configs(self, topic: str, changes: dict[str, str | None]) -> None:
         """Set (value) or delete (None) topic configs incrementally."""
@@ -348,14 +388,28 @@ class ClusterAdmin:
 
     def wait_for_leaders(self, topic: str, partitions: int) -> None:
         """Wait until ``topic`` has ``partitions`` partitions, each with a leader."""
+        self.wait_for_all_leaders({topic: partitions})
+
+    def wait_for_all_leaders(self, partitions: Mapping[str, int]) -> None:
+        """Wait until each topic has its number of partitions, each with a leader: one metadata request a look."""
         deadline = time.monotonic() + self.timeout_s * 2
-        while time.monotonic() < deadline:
-            md = self._admin.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
-            if md is not None and md.error is None and len(md.partitions) >= partitions:
-                if all(p.leader >= 0 for p in md.partitions.values()):
-                    return
-            time.sleep(0.1)
-        raise KafkaOperationError(f"cluster {self.conn.name}: topic {topic} has no leader for every partition")
+        waiting = dict(partitions)
+        while waiting and time.monotonic() < deadline:
+            if len(waiting) == 1:
+                topic = next(iter(waiting))
+                metadata = self._admin.list_topics(topic, timeout=self.timeout_s).topics
+            else:
+                metadata = self._admin.list_topics(timeout=self.timeout_s).topics
+            for topic, count in list(waiting.items()):
+                md = metadata.get(topic)
+                if md is not None and md.error is None and len(md.partitions) >= count and all(
+                        p.leader >= 0 for p in md.partitions.values()):
+                    del waiting[topic]
+            if waiting:
+                time.sleep(0.1)
+        if waiting:
+            raise KafkaOperationError(f"cluster {self.conn.name}: topic {sorted(waiting)[0]} has no leader for "
+                                      f"every partition" + (f" (nor {len(waiting) - 1} more)" if len(waiting) > 1 else ""))
 
     def watermarks(self, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
         """partition -> (log start offset, last stable offset) of one topic (see :meth:`log_ranges`)."""

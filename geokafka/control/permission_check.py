@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
@@ -30,7 +31,7 @@ from geokafka.control.permissions import (
 )
 from geokafka.control.selection import select_groups, select_topics
 from geokafka.control.state_records import STATE_TOPIC
-from geokafka.control.state_store import ensure_state_topic, state_store
+from geokafka.control.state_store import KafkaStateStore, ensure_state_topic
 from geokafka.errors import GeokafkaError
 from geokafka.topology.schema import Topology
 
@@ -189,7 +190,8 @@ class FlowProbes:
             self.tgt.describe_topic(STATE_TOPIC)
             return ""
         if p.operation == "Read":
-            state_store(self.tgt_conn).read(timeout_s=self.timeout_s)
+            with closing(KafkaStateStore(self.tgt_conn)) as store:  # one read: a store of the probe's own
+                store.read(timeout_s=self.timeout_s)
             return ""
         return self._txn(STATE_TOPIC)
 
@@ -265,13 +267,13 @@ def txn_probe(conn: ClusterConnection, txn_id: str, timeout_s: float, extra: dic
     producer = Producer(conn.librdkafka(**{"transactional.id": txn_id, "transaction.timeout.ms": 10_000, **extra}))
     try:
         producer.init_transactions(timeout_s)
-        if topic is None:
-            return ""
-        producer.begin_transaction()
-        producer.produce(topic, value=b"geokafka check (aborted)")
-        producer.flush(timeout_s)
-        producer.abort_transaction(timeout_s)
-        return "aborted transaction"
+        if topic is not None:
+            producer.begin_transaction()
+            producer.produce(topic, value=b"geokafka check (aborted)")
+            producer.flush(timeout_s)
+            producer.abort_transaction(timeout_s)
     except KafkaException as exc:
+        # not closed: close() after a failure warns on stderr; the client goes with its last reference
         raise_mapped(conn, f"transaction {txn_id}" + (f" on {topic}" if topic else ""), exc)
-        return ""
+    producer.close()  # its one record was aborted: nothing to deliver
+    return "" if topic is None else "aborted transaction"

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from geokafka import contract
 from geokafka.control.state_records import Progress, SourceEnds, TopicPartitionKey
 
 RATE_SPAN_MS = 1000
@@ -162,11 +163,6 @@ class RpoInterval:
                    None if data.get("reason") is None else str(data["reason"]))
 
 
-def _split(key: str) -> TopicPartitionKey:
-    topic, _, partition = key.rpartition("/")
-    return topic, int(partition)
-
-
 def rpo_interval(observation: SourceEnds | None, progress: Mapping[TopicPartitionKey, Progress],
                  now_ms: int, gone_at_ms: int | None = None) -> RpoInterval:
     """The loss of a failover from the mirror's last look and the replicated progress (pure).
@@ -179,7 +175,7 @@ def rpo_interval(observation: SourceEnds | None, progress: Mapping[TopicPartitio
     lower = ahead = signed = 0
     oldest_ms: int | None = observation.at_ms  # no lost write is older than this
     for key, end in observation.ends.items():
-        record = progress.get(_split(key))
+        record = progress.get(contract.parse_partition_key(key))
         nxt = record.next if record is not None else 0
         signed += end - nxt
         if end > nxt:

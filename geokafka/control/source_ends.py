@@ -23,6 +23,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from geokafka import contract
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.rpo import peak_rate
 from geokafka.control.state_records import SourceEnds, SourceEndsSeen, TopicPartitionKey
@@ -88,8 +89,8 @@ class SourceEndsWatch:
     def __init__(self, flow: str, source: ClusterAdmin | EndsReader, store: StateStore,
                  clock: Callable[[], int] | None = None) -> None:
         self.flow = flow
-        self.read_ends: EndsReader = (
-            (lambda partitions: end_offsets(source, partitions)) if isinstance(source, ClusterAdmin) else source)
+        # an admin client is not callable; a stand-in of one (tests) reads through its ``offsets`` as the real one does
+        self.read_ends: EndsReader = source if callable(source) else (lambda partitions: end_offsets(source, partitions))
         self.store = store
         self.rates = RateWindow()
         self.last: SourceEnds | None = None
@@ -115,7 +116,7 @@ class SourceEndsWatch:
             # the last look that found the source answering: the full observation, or a later one that saw it again
             return self._write(replace(self.last, at_ms=max(self.last.at_ms, self.seen_at_ms), failed_at_ms=self._clock()))
         self.rates.add(at_ms, sum(ends.values()))
-        observed = {f"{t}/{p}": end for (t, p), end in ends.items()}
+        observed = {contract.partition_key(t, p): end for (t, p), end in ends.items()}
         last = self.last
         if last is not None and last.failed_at_ms is None and last.ends == observed:
             # nothing moved: say only when it was seen again (a few bytes, not every partition's end again)

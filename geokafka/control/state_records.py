@@ -136,8 +136,8 @@ class Progress:
     @classmethod
     def decode(cls, flow: str, rest: str, value: Mapping[str, Any]) -> Progress:
         """From the key's part after ``progress/<flow>/`` (``<topic>/<partition>``) and the value."""
-        topic, _, partition = rest.rpartition("/")
-        return cls(flow, topic, int(partition), int(value[_NEXT]), int(value.get(_LAST_TIMESTAMP, -1)))
+        topic, partition = contract.parse_partition_key(rest)
+        return cls(flow, topic, partition, int(value[_NEXT]), int(value.get(_LAST_TIMESTAMP, -1)))
 
 
 @dataclass(frozen=True)
@@ -186,8 +186,8 @@ class SourceEnds(FlowRecord):
         for a flow over thousands of them observed four times a second."""
         by_topic: dict[str, list[tuple[int, int]]] = {}
         for key, end in self.ends.items():
-            name, _, number = key.rpartition("/")
-            by_topic.setdefault(name, []).append((int(number), end))
+            name, number = contract.parse_partition_key(key)
+            by_topic.setdefault(name, []).append((number, end))
         packed: dict[str, list[list[int]]] = {}
         for topic, pairs in by_topic.items():
             runs: list[list[int]] = []
@@ -212,7 +212,7 @@ class SourceEnds(FlowRecord):
         ends = {str(k): int(v) for k, v in value.get("ends", {}).items()}
         for topic, runs in value.get("topics", {}).items():
             for first, *run_ends in runs:
-                ends.update({f"{topic}/{int(first) + i}": int(end) for i, end in enumerate(run_ends)})
+                ends.update({contract.partition_key(topic, int(first) + i): int(end) for i, end in enumerate(run_ends)})
         return cls(flow, int(value["at_ms"]), ends, float(rate) if rate is not None else None,
                    int(failed) if failed is not None else None)
 
@@ -341,8 +341,8 @@ class Reconciled:
     @classmethod
     def decode(cls, flow: str, rest: str, value: Mapping[str, Any]) -> Reconciled:
         """From the key's part after ``reconciled/<flow>/`` (``<topic>/<partition>``) and the value."""
-        topic, _, partition = rest.rpartition("/")
-        return cls(flow, topic, int(partition), int(value["next"]), int(value.get("end", value["next"])),
+        topic, partition = contract.parse_partition_key(rest)
+        return cls(flow, topic, partition, int(value["next"]), int(value.get("end", value["next"])),
                    int(value.get("records", 0)), int(value.get("at_ms", 0)))
 
 

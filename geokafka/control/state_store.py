@@ -18,7 +18,6 @@ the progress records as resume positions.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import threading
@@ -35,6 +34,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from geokafka.control.admin import ClusterAdmin, raise_mapped, silent_logger
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.delivery import drain, is_fatal
+from geokafka.control.flow_states import FlowState
 from geokafka.control.state_records import (
     CONTROL_PARTITION,
     DATA_PARTITION,
@@ -77,6 +77,12 @@ R = TypeVar("R")
 STALL_S = 3.0
 """A read whose consumer's position has not moved for this long, short of the end, starts a new consumer."""
 Value = dict[str, Any]
+LEADERSHIP_MOVED = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                              KafkaError.FENCED_LEADER_EPOCH, KafkaError.UNKNOWN_LEADER_EPOCH,
+                              KafkaError.REPLICA_NOT_AVAILABLE})
+"""What a read meets while the state topic's leadership moves: asked again with fresh metadata, it answers."""
+LEADERSHIP_RETRY_S = 0.2
+
 _NO_TOPIC = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
              KafkaError._NOENT)
 """What a read of a state topic that is not there meets (the admin client's offsets query says _NOENT)."""
@@ -330,7 +336,7 @@ class StateStore(ABC):
     def set_role(self, flow: str, role: str, **details: Any) -> None:
         """Record a failover decision (``failed-over`` or ``active``), and show it as the flow's state."""
         now = int(time.time() * 1000)
-        shown = "failed-over" if role == Role.FAILED_OVER else "stopped"
+        shown = FlowState.FAILED_OVER if role == Role.FAILED_OVER else FlowState.STOPPED
         self.write(Role(flow, role, now, details), Heartbeat(flow, shown, now, details))
 
 
@@ -371,7 +377,9 @@ class KafkaStateStore(StateStore):
 
     Thread-safe: a flow's scheduled jobs (heartbeat, syncs) and its start share one store per cluster. A read holds
     the store's lock for its own time-out at most; a settled read waits for open transactions between reads, never
-    holding the lock while it waits.
+    holding the lock while it waits. The store owns its clients (a consumer and an admin client for reads, an
+    idempotent producer for writes, each made when first needed) and :meth:`close` releases them; whoever made the
+    store closes it (one per cluster and credentials in a :class:`~geokafka.control.state_stores.StateStores`).
     """
 
     def __init__(self, conn: ClusterConnection) -> None:
@@ -382,6 +390,10 @@ class KafkaStateStore(StateStore):
         self._consumer: Consumer | None = None
         self._assigned: list[int] = []
         self._admin: AdminClient | None = None
+        self._producer: Producer | None = None
+        self._producer_lock = threading.Lock()
+        """Guards making and dropping :attr:`_producer` (writes are not under :attr:`_lock`: a write never waits
+        for a read)."""
         self._partitions = 0
         """Partitions of the state topic as last seen (0: not looked yet)."""
         self._partitions_at = 0.0
@@ -391,7 +403,7 @@ class KafkaStateStore(StateStore):
     def read(self, timeout_s: float = 60.0) -> StateSnapshot:
         """Read what was committed since the last read, to the current stable end."""
         with self._lock:
-            self._catch_up(timeout_s)
+            self._catch_up_within(timeout_s)
             return self._snapshot.copy()
 
     def read_settled(self, timeout_s: float = 60.0) -> StateSnapshot:
@@ -401,7 +413,7 @@ class KafkaStateStore(StateStore):
             target = self._high_watermark(timeout_s)
         while True:
             with self._lock:
-                self._catch_up(max(0.1, deadline - time.monotonic()))
+                self._catch_up_within(max(0.1, deadline - time.monotonic()))
                 if self._snapshot.end_offset >= target:
                     return self._snapshot.copy()
             if time.monotonic() > deadline:
@@ -421,10 +433,48 @@ class KafkaStateStore(StateStore):
 
     def _write(self, entries: dict[str, dict[str, Any] | None], timeout_s: float) -> None:
         try:
-            _write_entries(self.conn, entries, self._writable(timeout_s) > 1, timeout_s)
+            self._write_entries(entries, self._writable(timeout_s) > 1, timeout_s)
         except GeokafkaError:
             self.forget_layout()  # the next write looks again: the topic may be gone, or its cluster new
             raise
+
+    def _write_entries(self, entries: dict[str, dict[str, Any] | None], control: bool, timeout_s: float) -> None:
+        """Write state entries (None deletes a key) and wait for the acks; ``control``: the topic has the control
+        partition, where every key that no transaction writes goes."""
+        producer = self._writer()
+        errors: list[str] = []
+
+        def on_delivery(err: KafkaError | None, _msg: object) -> None:
+            if err is not None:
+                errors.append(err.str())
+
+        try:
+            for key, value in entries.items():
+                partition = partition_of(key) if control else DATA_PARTITION
+                producer.produce(STATE_TOPIC, key=key.encode(), value=encode_value(value), partition=partition,
+                                 on_delivery=on_delivery)
+            remaining = drain(producer, timeout_s)
+        except KafkaException as exc:
+            if is_fatal(exc):  # that producer can never write again: the next write gets a new one
+                self._drop_producer(producer)
+            raise_mapped(self.conn, f"writing {STATE_TOPIC}", exc)
+        if remaining or errors:
+            reason = errors[0] if errors else "timed out"
+            raise_mapped(self.conn, f"writing {STATE_TOPIC}", KafkaException(KafkaError(KafkaError._TIMED_OUT, reason)))
+
+    def _writer(self) -> Producer:
+        """The store's idempotent producer for state writes (heartbeats come every second), made when first needed."""
+        with self._producer_lock:
+            if self._producer is None:
+                self._producer = Producer(self.conn.librdkafka(**{"enable.idempotence": True, "acks": "all",
+                                                                  "linger.ms": 0}))
+            return self._producer
+
+    def _drop_producer(self, producer: Producer) -> None:
+        """Forget ``producer`` (failed for good) unless another write already replaced it."""
+        with self._producer_lock:
+            if self._producer is producer:
+                self._producer = None
 
     def forget_layout(self) -> None:
         """Look at the topic's partitions and layout afresh (it may have been deleted, or its cluster re-created)."""
@@ -435,16 +485,22 @@ class KafkaStateStore(StateStore):
         that is not there would otherwise fail, or have the broker create it with one partition)."""
         found = self.partitions(timeout_s)
         if found == 0:
-            ensure_state_topic(ClusterAdmin(self.conn, timeout_s))
+            ensure_state_topic(ClusterAdmin(self.conn, timeout_s), self)
             self._partitions_at = 0.0
             found = self.partitions(timeout_s)
         return found
 
     def close(self) -> None:
-        """Close the consumer (a later read opens a new one and reads everything again)."""
+        """Close the store's clients: the consumer (a later read opens a new one and reads everything again) and the
+        producer, after a short drain (writes wait for their acks, so nothing should be pending)."""
         with self._lock:
             self._drop_clients()
             self._snapshot = StateSnapshot()
+        with self._producer_lock:
+            producer, self._producer = self._producer, None
+        if producer is not None:
+            with contextlib.suppress(KafkaException):  # a producer that failed for good has nothing to deliver
+                drain(producer, 1)
 
     def partitions(self, timeout_s: float = 15.0) -> int:
         """Partitions of the state topic (1: the first layout, 0: no topic yet); looked up again every
@@ -454,7 +510,7 @@ class KafkaStateStore(StateStore):
         try:
             # every topic's metadata: asking for the state topic by name would have the broker create it (a
             # producer's metadata request allows that), with one partition
-            topic = _state_producer(self.conn).list_topics(timeout=timeout_s).topics.get(STATE_TOPIC)
+            topic = self._writer().list_topics(timeout=timeout_s).topics.get(STATE_TOPIC)
         except KafkaException as exc:
             raise_mapped(self.conn, f"describing {STATE_TOPIC}", exc)
         found = 0 if topic is None or topic.error is not None else len(topic.partitions)
@@ -478,7 +534,7 @@ class KafkaStateStore(StateStore):
             return 0
         carried: dict[str, Any] = {k: json.loads(v) for k, v in snapshot.first_layout_control().items()}
         marker = Layout(STATE_PARTITIONS, int(time.time() * 1000), len(carried))
-        _write_entries(self.conn, {**carried, marker.key: marker.encode()}, True, timeout_s)
+        self._write_entries({**carried, marker.key: marker.encode()}, True, timeout_s)
         self.layout_ready = True
         return len(carried)
 
@@ -534,6 +590,19 @@ class KafkaStateStore(StateStore):
                 self.forget_layout()
                 return  # no state topic yet (or not any more): nothing replicated, nothing decided
             raise_mapped(self.conn, f"reading {STATE_TOPIC}", exc)
+
+    def _catch_up_within(self, timeout_s: float) -> None:
+        """:meth:`_catch_up`, again with new clients while a partition's leadership is moving (a topic just created,
+        a broker restarted: the clients' metadata is behind), until ``timeout_s``; any other error at once."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self._catch_up(max(0.1, deadline - time.monotonic()))
+                return
+            except KafkaOperationError as exc:
+                if exc.kafka_code not in LEADERSHIP_MOVED or time.monotonic() + LEADERSHIP_RETRY_S > deadline:
+                    raise
+            time.sleep(LEADERSHIP_RETRY_S)
 
     def _reconnect(self, timeout_s: float) -> Consumer:
         self._drop_consumer()
@@ -598,26 +667,27 @@ class KafkaStateStore(StateStore):
 
 
 _SAID_FIRST_LAYOUT: set[str] = set()
-_STORES: dict[tuple[str, str], KafkaStateStore] = {}
-_STORES_LOCK = threading.Lock()
 
 
-def state_store(conn: ClusterConnection) -> KafkaStateStore:
-    """The state store of the cluster ``conn`` reaches: one per cluster and process, shared."""
-    key = _producer_key(conn)
-    with _STORES_LOCK:
-        if key not in _STORES:
-            _STORES[key] = KafkaStateStore(conn)
-        return _STORES[key]
-
-
-def ensure_state_topic(admin: ClusterAdmin) -> None:
+def ensure_state_topic(admin: ClusterAdmin, store: StateStore | None = None) -> None:
     """Create the state topic on a target cluster if it is missing; upgrade one of the first layout (grow it by the
-    control partition, carry its control records over once)."""
-    store = state_store(admin.conn)
+    control partition, carry its control records over once).
+
+    ``store``: the Kafka store of that cluster whose cached layout to reset and that carries the records over (pass
+    the caller's: it remembers the upgrade, so a later call costs one metadata request); without one (or with
+    another kind of store) a store of its own does it, closed at the end.
+    """
+    if isinstance(store, KafkaStateStore):
+        _ensure_state_topic(admin, store)
+        return
+    with contextlib.closing(KafkaStateStore(admin.conn)) as own:
+        _ensure_state_topic(admin, own)
+
+
+def _ensure_state_topic(admin: ClusterAdmin, store: KafkaStateStore) -> None:
     existing = admin.topic_partitions().get(STATE_TOPIC)
     if existing is not None and existing >= STATE_PARTITIONS and store.layout_ready:
-        return  # upgraded by this process already (every group sync that writes checkpoints asks)
+        return  # upgraded by this store already (every group sync that writes checkpoints asks)
     if existing is None:
         store.forget_layout()  # a cluster that was re-created on the same address (tests do that) has none
         rf = min(3, max(1, admin.broker_count()))
@@ -636,60 +706,3 @@ def ensure_state_topic(admin: ClusterAdmin) -> None:
             return
     store._partitions_at = 0.0  # look again now, whatever was seen before
     store.upgrade_layout()
-
-
-def _write_entries(conn: ClusterConnection, entries: dict[str, dict[str, Any] | None], control: bool,
-                   timeout_s: float = 15.0) -> None:
-    """Write state entries (None deletes a key) and wait for the acks; ``control``: the topic has the control
-    partition, where every key that no transaction writes goes."""
-    producer = _state_producer(conn)
-    errors: list[str] = []
-
-    def on_delivery(err: KafkaError | None, _msg: object) -> None:
-        if err is not None:
-            errors.append(err.str())
-
-    try:
-        for key, value in entries.items():
-            partition = partition_of(key) if control else DATA_PARTITION
-            producer.produce(STATE_TOPIC, key=key.encode(), value=encode_value(value), partition=partition,
-                             on_delivery=on_delivery)
-        remaining = drain(producer, timeout_s)
-    except KafkaException as exc:
-        if is_fatal(exc):  # that producer can never write again: the next write gets a new one
-            _PRODUCERS.pop(_producer_key(conn), None)
-        raise_mapped(conn, f"writing {STATE_TOPIC}", exc)
-    if remaining or errors:
-        reason = errors[0] if errors else "timed out"
-        raise_mapped(conn, f"writing {STATE_TOPIC}", KafkaException(KafkaError(KafkaError._TIMED_OUT, reason)))
-
-
-_PRODUCERS: dict[tuple[str, str], Producer] = {}
-
-
-def _producer_key(conn: ClusterConnection) -> tuple[str, str]:
-    """A cluster and the credentials used for it, as a digest: the key holds no secret."""
-    return conn.bootstrap, hashlib.sha256(repr(sorted(conn.security.items())).encode()).hexdigest()
-
-
-def _state_producer(conn: ClusterConnection) -> Producer:
-    """One idempotent producer per cluster for state writes (heartbeats come every second)."""
-    key = _producer_key(conn)
-    if key not in _PRODUCERS:
-        _PRODUCERS[key] = Producer(conn.librdkafka(**{"enable.idempotence": True, "acks": "all", "linger.ms": 0}))
-    return _PRODUCERS[key]
-
-
-def release_state_producers() -> None:
-    """Close the cached state producers and stores (a mirror that ended): a client left behind keeps
-    reconnecting, and logging, long after its cluster is gone. Writes are flushed by
-    ``write_state`` itself, so nothing is pending here."""
-    while _PRODUCERS:
-        _, producer = _PRODUCERS.popitem()
-        with contextlib.suppress(KafkaException):  # a producer that failed for good has nothing to deliver
-            drain(producer, 1)
-    with _STORES_LOCK:
-        stores = list(_STORES.values())
-        _STORES.clear()
-    for store in stores:
-        store.close()

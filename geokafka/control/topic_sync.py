@@ -10,8 +10,10 @@ the source does not have.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from confluent_kafka.admin import NewTopic
 
 from geokafka.control.admin import ClusterAdmin, TopicInfo
 from geokafka.errors import PartitionMismatchError
@@ -58,35 +60,56 @@ class TopicPair:
     partitions: int
 
 
-def ensure_target_topic(
-    source: ClusterAdmin, target: ClusterAdmin, source_topic: str, target_topic: str, grow: bool,
+def ensure_target_topics(
+    source: ClusterAdmin, target: ClusterAdmin, names: Mapping[str, str], grow: bool,
     config_exclude: Sequence[str] = (),
-) -> TopicPair:
-    """Create the target topic like the source (or grow it); return the pair.
+) -> list[TopicPair]:
+    """Create each target topic of ``names`` (source topic -> target topic) like its source, or grow it; return
+    the pairs, in the order of ``names``. One request of each kind for all of them (source metadata and configs,
+    target metadata, CreateTopics, CreatePartitions) and one wait for all their leaders: the cost of a start
+    follows the round trips, not the number of topics.
 
-    Raises :class:`PartitionMismatchError` when the target has fewer partitions and ``grow``
-    (the flow's ``partitions`` sync) is off: partition p must exist on both sides.
+    Raises :class:`PartitionMismatchError` when a target has fewer partitions and ``grow`` (the flow's
+    ``partitions`` sync) is off: partition p must exist on both sides.
     """
-    info: TopicInfo = source.describe_topic(source_topic)
-    existing = target.topic_partitions().get(target_topic)
-    if existing is None:
-        rf = min(info.replication_factor, max(1, target.broker_count()), 3)
-        target.create_topic(target_topic, info.partitions, rf, target_configs(info.configs, config_exclude))
-    elif existing < info.partitions:
-        if not grow:
-            raise PartitionMismatchError(
-                f"target topic {target_topic} on {target.conn.name} has {existing} partitions, "
-                f"source {source_topic} on {source.conn.name} has {info.partitions}; "
-                "add partitions or enable `sync: [partitions]`"
-            )
-        target.add_partitions(target_topic, info.partitions)
-    return TopicPair(source_topic, target_topic, info.partitions)
+    if not names:
+        return []
+    infos: dict[str, TopicInfo] = source.describe_topics(list(names))
+    existing = target.topic_partitions()
+    missing: list[NewTopic] = []
+    growing: dict[str, int] = {}
+    brokers = None
+    for source_topic, target_topic in names.items():
+        info = infos[source_topic]
+        have = existing.get(target_topic)
+        if have is None:
+            brokers = target.broker_count() if brokers is None else brokers
+            rf = min(info.replication_factor, max(1, brokers), 3)
+            missing.append(NewTopic(target_topic, info.partitions, rf,
+                                    config=target_configs(info.configs, config_exclude)))
+        elif have < info.partitions:
+            if not grow:
+                raise PartitionMismatchError(
+                    f"target topic {target_topic} on {target.conn.name} has {have} partitions, "
+                    f"source {source_topic} on {source.conn.name} has {info.partitions}; "
+                    "add partitions or enable `sync: [partitions]`"
+                )
+            growing[target_topic] = info.partitions
+    target.create_topics(missing)
+    target.grow_topics(growing)
+    return [TopicPair(s, t, infos[s].partitions) for s, t in names.items()]
 
 
-def sync_topic_configs(source: ClusterAdmin, target: ClusterAdmin, pair: TopicPair,
-                       config_exclude: Sequence[str] = ()) -> dict[str, str | None]:
-    """Bring the target topic's configs in line with the source; return what changed."""
-    changes = config_changes(source.topic_configs(pair.source), target.topic_configs(pair.target), config_exclude)
-    if changes:
-        target.set_topic_configs(pair.target, changes)
-    return changes
+def sync_topic_configs(source: ClusterAdmin, target: ClusterAdmin, pairs: Sequence[TopicPair],
+                       config_exclude: Sequence[str] = ()) -> dict[str, dict[str, str | None]]:
+    """Bring each target topic's configs in line with its source's; return what changed, by target topic.
+    One DescribeConfigs request per side for all of them, an alter only where something differs."""
+    wanted = source.many_topic_configs([p.source for p in pairs])
+    current = target.many_topic_configs([p.target for p in pairs])
+    changed: dict[str, dict[str, str | None]] = {}
+    for pair in pairs:
+        changes = config_changes(wanted[pair.source], current[pair.target], config_exclude)
+        if changes:
+            target.set_topic_configs(pair.target, changes)
+            changed[pair.target] = changes
+    return changed

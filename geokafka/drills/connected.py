@@ -23,7 +23,7 @@ from typing import Any
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.control.naming import policy_for
-from geokafka.control.state_store import state_store
+from geokafka.control.state_store import KafkaStateStore
 from geokafka.drills.orders import GroupReader, OrderStream
 from geokafka.errors import DrillFailedError, GeokafkaError, TopologyError
 from geokafka.failover.failover import FailoverReport, failover
@@ -102,6 +102,7 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
             running.set()
 
     mirroring: Future[Any] | None = None
+    samples = KafkaStateStore(target)  # the drill's own reader of the target's state, closed at the end
     try:
         source_admin = ClusterAdmin(source)
         rf = min(3, source_admin.broker_count())
@@ -126,7 +127,7 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
             "(both with geokafka.client: they follow a failover on their own)")
         started = time.monotonic()
         while time.monotonic() - started < traffic_s or _replicated(target, replica, partitions) == 0:
-            sample = _sample(topology, flow_name, stream, reader, started)
+            sample = _sample(samples, flow_name, stream, reader, started)
             result.timeline.append(sample)
             watch(sample)
             time.sleep(1.0)
@@ -145,7 +146,7 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
             time.sleep(0.1)
         say(f"the application followed on its own: group {group} consumes at {flow.target} ({replica} from the "
             f"translated offsets, then {topic}), its producer writes to {flow.target}")
-        result.timeline.append({**_sample(topology, flow_name, stream, reader, started),
+        result.timeline.append({**_sample(samples, flow_name, stream, reader, started),
                                 "t": kill_t, "event": f"{flow.source} killed"})
         time.sleep(4.0)  # the application runs on at the target: it drains what was replicated, writes new orders
         stream.stop()
@@ -159,6 +160,7 @@ def run_connected_drill(topology: Topology, flow_name: str, say: Say, watch: Wat
         stop_mirror.set()
         if mirroring is not None:
             wait([mirroring], timeout=60)
+        samples.close()
 
 
 def _replicated(target: ClusterConnection, replica: str, partitions: int) -> int:
@@ -169,10 +171,10 @@ def _replicated(target: ClusterConnection, replica: str, partitions: int) -> int
     return sum(high for _, high in marks.values())
 
 
-def _sample(topology: Topology, flow_name: str, stream: OrderStream, reader: GroupReader,
+def _sample(store: KafkaStateStore, flow_name: str, stream: OrderStream, reader: GroupReader,
             started: float) -> dict[str, Any]:
     try:
-        state = state_store(connection(topology, topology.flows[flow_name].target)).read(timeout_s=3)
+        state = store.read(timeout_s=3)
         replicated = sum(state.progress(flow_name).values())
         observed = state.source_ends(flow_name)
         ends = observed.ends if observed else {}

@@ -23,16 +23,16 @@ from typing import Any
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
+from geokafka.control.flow_states import FlowState
 from geokafka.control.offsets._groups_io import list_group_ids
 from geokafka.control.offsets.back import BackReport, move_groups_back
 from geokafka.control.selection import select_groups, select_topics
 from geokafka.control.state_records import Role
-from geokafka.control.state_store import state_store
+from geokafka.control.state_stores import StateStores, using
 from geokafka.errors import FlowStateError, LateWritesError, NotFailedOverError
 from geokafka.failover.failover import FailoverReport, failover
 from geokafka.failover.reconcile import ReconcileReport, reconcile
 from geokafka.infra.threads import in_thread
-from geokafka.pipeline.schedule import FlowState
 from geokafka.topology.schema import Flow, Topology
 
 FAILBACK_STEPS = [
@@ -88,25 +88,32 @@ class FailbackReport:
 
 
 def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dry_run: bool = False,
-             ignore_late_writes: bool = False) -> FailbackReport:
+             ignore_late_writes: bool = False, stores: StateStores | None = None) -> FailbackReport:
     """Run the reverse flow until caught up, promote it, move the groups back, release the original flow.
 
     Refuses while records written at the original source after the failover (late writes: a split
     brain) are not replayed to the new primary, unless ``ignore_late_writes``. ``dry_run`` checks
     what it can (the flow is failed over, the original site answers) and says what would happen,
-    changing nothing.
+    changing nothing. ``stores``: the caller's state stores (stores of its own otherwise; the reverse flow's mirror
+    has its own).
     """
+    with using(stores) as own:
+        return _failback(topology, flow_name, timeout_s, dry_run, ignore_late_writes, own)
+
+
+def _failback(topology: Topology, flow_name: str, timeout_s: float, dry_run: bool, ignore_late_writes: bool,
+              stores: StateStores) -> FailbackReport:
     flow = topology.flow(flow_name)
-    target = connection(topology, flow.target)
-    if state_store(target).read().role(flow_name) != Role.FAILED_OVER:
+    target = stores.of(connection(topology, flow.target))
+    if target.read().role(flow_name) != Role.FAILED_OVER:
         raise NotFailedOverError(f"flow {flow_name} is not failed over; nothing to fail back")
     ClusterAdmin(connection(topology, flow.source)).check_reachable()
     full = with_reverse_flow(topology, flow_name)
     reverse = reverse_flow_name(flow_name)
     names = dict(flow=flow_name, reverse=reverse, source=flow.source, target=flow.target)
     report = FailbackReport(flow_name, reverse, dry_run, [s.format(**names) for s in FAILBACK_STEPS])
-    report.stranded = reconcile(topology, flow_name, record=not dry_run, timeout_s=timeout_s)
-    replayed = {tp: r.next for tp, r in state_store(target).read().reconciled(flow_name).items()}
+    report.stranded = reconcile(topology, flow_name, record=not dry_run, timeout_s=timeout_s, stores=stores)
+    replayed = {tp: r.next for tp, r in target.read().reconciled(flow_name).items()}
     late = report.stranded.unreplayed_late_records(replayed)
     if late and not ignore_late_writes:
         refusal = (f"{late:,} records were written at {flow.source} after the failover and are not on {flow.target} "
@@ -125,7 +132,7 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
     if dry_run:
         return _preview(full, flow_name, reverse, report)
     # A reverse flow left failed-over by an earlier failback would refuse to run: reset it.
-    source_store = state_store(connection(topology, flow.source))
+    source_store = stores.of(connection(topology, flow.source))
     if source_store.read().role(reverse) == Role.FAILED_OVER:
         source_store.set_role(reverse, Role.ACTIVE)
 
@@ -134,7 +141,8 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
     stop = threading.Event()
     mirroring = in_thread(lambda: mirror(full, [reverse], stop_event=stop), "failback-mirror")
     try:
-        promoting = in_thread(lambda: failover(full, reverse, promote=True, timeout_s=timeout_s, move_groups=False),
+        promoting = in_thread(lambda: failover(full, reverse, promote=True, timeout_s=timeout_s, move_groups=False,
+                                                  stores=stores),
                               "failback-promote")
         pending: list[Future[Any]] = [promoting, mirroring]
         wait(pending, return_when=FIRST_COMPLETED)
@@ -150,11 +158,11 @@ def failback(topology: Topology, flow_name: str, timeout_s: float = 300.0, *, dr
         wait([mirroring], timeout=120)
     if mirroring.done() and mirroring.exception() is not None:
         raise mirroring.exception()  # type: ignore[misc]
-    report.groups = move_groups_back(full, flow_name, reverse)
+    report.groups = move_groups_back(full, flow_name, reverse, store=target)
     held = sorted({p.group for p in report.groups.positions if p.action == "skip"})
     if held:
         report.notes.append(f"groups active at {flow.source} were left alone: {', '.join(held)}")
-    state_store(target).set_role(flow_name, Role.ACTIVE, failed_back_to=flow.source)
+    target.set_role(flow_name, Role.ACTIVE, failed_back_to=flow.source)
     return report
 
 

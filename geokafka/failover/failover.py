@@ -20,14 +20,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from geokafka import contract
 from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
+from geokafka.control.flow_states import FlowState
 from geokafka.control.naming import policy_for
 from geokafka.control.rpo import RpoInterval, rpo_interval
 from geokafka.control.selection import select_topics
 from geokafka.control.state_records import FailoverRecord, Role
-from geokafka.control.state_store import StateSnapshot, state_store
+from geokafka.control.state_store import StateSnapshot, StateStore
+from geokafka.control.state_stores import StateStores, using
 from geokafka.control.topic_sync import TopicPair, sync_topic_configs
 from geokafka.errors import AlreadyFailedOverError, ClusterUnreachableError, FlowStateError, SourceStillReachedError
 from geokafka.failover.vantage import mirror_still_reaches, mirror_view
@@ -118,8 +121,8 @@ def flow_pairs(topology: Topology, flow_name: str, state: StateSnapshot) -> list
         partitions[topic] = max(partitions.get(topic, 0), partition + 1)
     observation = state.source_ends(flow_name)
     for key in observation.ends if observation else {}:
-        topic, _, number = key.rpartition("/")
-        partitions[topic] = max(partitions.get(topic, 0), int(number) + 1)
+        topic, number = contract.parse_partition_key(key)
+        partitions[topic] = max(partitions.get(topic, 0), number + 1)
     return [TopicPair(t, policy.remote_topic(flow.source, t), n) for t, n in sorted(partitions.items())]
 
 
@@ -129,10 +132,10 @@ def losses(flow_name: str, state: StateSnapshot) -> tuple[int | None, list[Parti
     observed_at = observation.at_ms if observation else None
     ends = observation.ends if observation else {}
     records = state.progress_records(flow_name)
-    keys = {(k.rpartition("/")[0], int(k.rpartition("/")[2])) for k in ends} | set(records)
+    keys = {contract.parse_partition_key(k) for k in ends} | set(records)
     out = []
     for topic, partition in sorted(keys):
-        end = ends.get(f"{topic}/{partition}")
+        end = ends.get(contract.partition_key(topic, partition))
         record = records.get((topic, partition))
         nxt = record.next if record is not None else 0
         stamp = record.last_timestamp if record is not None and record.last_timestamp >= 0 else None
@@ -153,6 +156,7 @@ def failover(
     dry_run: bool = False,
     move_groups: bool = True,
     force: bool = False,
+    stores: StateStores | None = None,
 ) -> FailoverReport:
     """Fail the flow over to its target (``promote``: only once fully caught up, RPO 0).
 
@@ -161,8 +165,17 @@ def failover(
     flow's mirror still reaches it (:func:`~geokafka.failover.vantage.mirror_still_reaches`), this
     is a partition, not a lost site: refused unless ``force``. ``overwrite_groups`` also moves target
     groups that consumers on the target moved. ``dry_run`` decides and reports everything and
-    changes nothing. ``move_groups=False`` leaves consumer groups to the caller (failback).
+    changes nothing. ``move_groups=False`` leaves consumer groups to the caller (failback). ``stores``: the
+    caller's state stores (stores of its own otherwise).
     """
+    with using(stores) as own:
+        return _failover(topology, flow_name, promote, timeout_s, probe_timeout_s, overwrite_groups, dry_run,
+                         move_groups, force, own)
+
+
+def _failover(topology: Topology, flow_name: str, promote: bool, timeout_s: float, probe_timeout_s: float,
+              overwrite_groups: bool, dry_run: bool, move_groups: bool, force: bool,
+              stores: StateStores) -> FailoverReport:
     flow = topology.flow(flow_name)
     target = connection(topology, flow.target)
     report = FailoverReport(flow_name, "promote" if promote else "failover", flow.source, flow.target,
@@ -172,7 +185,7 @@ def failover(
         probe = pool.submit(source_admin.probe, probe_timeout_s)
         target_admin = ClusterAdmin(target)
         target_admin.check_reachable()
-        store = state_store(target)
+        store = stores.of(target)
         state = store.read()
         if state.role(flow_name) == Role.FAILED_OVER:
             raise AlreadyFailedOverError(f"flow {flow_name} is already failed over to {flow.target}")
@@ -182,7 +195,7 @@ def failover(
                     f"promote needs the source {flow.source} reachable; it is not: use `geokafka failover {flow_name}`"
                 )
             source_admin.timeout_s = 15.0
-            state = _promote_preparation(topology, flow_name, source_admin, timeout_s, report)
+            state = _promote_preparation(topology, flow_name, source_admin, store, timeout_s, report)
         elif not force and not probe.result():
             seen = mirror_still_reaches(store.read, flow_name)
             if seen is not None:
@@ -218,7 +231,7 @@ def failover(
         else:
             report.notes.append(f"the exact loss: `geokafka reconcile {flow_name}` once {flow.source} answers again")
     if move_groups and ("group-offsets" in flow.sync or flow.groups):
-        report.groups = _move_groups(topology, flow_name, report, overwrite_groups, dry_run)
+        report.groups = _move_groups(topology, flow_name, store, report, overwrite_groups, dry_run)
     report.finished_ms = int(time.time() * 1000)
     if not dry_run:
         store.write(FailoverRecord(flow_name, report.to_dict()))
@@ -246,23 +259,22 @@ def _open_local_topics(target: ClusterAdmin, pairs: list[TopicPair], report: Fai
                             f"{pair.target}): producers that move write there")
 
 
-def _promote_preparation(topology: Topology, flow_name: str, source_admin: ClusterAdmin, timeout_s: float,
-                         report: FailoverReport) -> StateSnapshot:
+def _promote_preparation(topology: Topology, flow_name: str, source_admin: ClusterAdmin, store: StateStore,
+                         timeout_s: float, report: FailoverReport) -> StateSnapshot:
     """Wait until caught up and sync configs and ACLs a last time (a dry run only looks, once)."""
     flow = topology.flows[flow_name]
     target = connection(topology, flow.target)
     if report.dry_run:
-        state = state_store(target).read()
+        state = store.read()
         behind = _behind(topology, flow_name, source_admin, state)
         report.notes.append("would wait until caught up: " + (", ".join(behind[:5]) if behind else "caught up now"))
         report.notes.append("would sync topic configs and ACLs a last time, then fail over with RPO 0")
         return state
-    state = _wait_caught_up(topology, flow_name, source_admin, timeout_s)
+    state = _wait_caught_up(topology, flow_name, source_admin, store, timeout_s)
     target_admin = ClusterAdmin(target)
     pairs = flow_pairs(topology, flow_name, state)
-    for pair in pairs:
-        if "configs" in flow.sync:
-            sync_topic_configs(source_admin, target_admin, pair, flow.config_exclude)
+    if "configs" in flow.sync:
+        sync_topic_configs(source_admin, target_admin, pairs, flow.config_exclude)
     if "acls" in flow.sync:
         policy = policy_for(flow)
         sync_topic_acls(source_admin, target_admin, [p.source for p in pairs],
@@ -270,12 +282,13 @@ def _promote_preparation(topology: Topology, flow_name: str, source_admin: Clust
     return state
 
 
-def _move_groups(topology: Topology, flow_name: str, report: FailoverReport, overwrite: bool,
+def _move_groups(topology: Topology, flow_name: str, store: StateStore, report: FailoverReport, overwrite: bool,
                  dry_run: bool) -> dict[str, list[dict[str, Any]]]:
     from geokafka.control.offsets import sync_group_offsets
 
     sync = sync_group_offsets(topology, flow_name, clamp_to_end=True, fallback_to_checkpoints=True,
-                              source_reachable=report.source_reachable, overwrite=overwrite, dry_run=dry_run)
+                              source_reachable=report.source_reachable, overwrite=overwrite, dry_run=dry_run,
+                              store=store)
     if sync.offsets_from == "checkpoint":
         report.notes.append("source unreachable: group positions come from the last checkpoint on the target")
     groups: dict[str, list[dict[str, Any]]] = {}
@@ -293,19 +306,18 @@ def _move_groups(topology: Topology, flow_name: str, report: FailoverReport, ove
     return groups
 
 
-def _wait_caught_up(topology: Topology, flow_name: str, source: ClusterAdmin, timeout_s: float) -> StateSnapshot:
+def _wait_caught_up(topology: Topology, flow_name: str, source: ClusterAdmin, store: StateStore,
+                    timeout_s: float) -> StateSnapshot:
     """Wait until the flow's progress covers every committed record on the source."""
-    flow = topology.flows[flow_name]
-    target = connection(topology, flow.target)
     deadline = time.monotonic() + timeout_s
     while True:
-        state = state_store(target).read()
+        state = store.read()
         behind = _behind(topology, flow_name, source, state)
         if not behind:
             return state
         if time.monotonic() > deadline:
             heartbeat = state.heartbeat(flow_name)
-            running = heartbeat is not None and heartbeat.state == "running"
+            running = heartbeat is not None and heartbeat.state == FlowState.RUNNING
             hint = "" if running else f"; is `geokafka mirror {flow_name}` running?"
             raise FlowStateError(
                 f"flow {flow_name} did not catch up within {timeout_s:.0f}s: {', '.join(behind[:5])}{hint}"

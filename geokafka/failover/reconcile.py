@@ -30,7 +30,8 @@ from geokafka.control.offsets._groups_io import committed_offsets, list_group_id
 from geokafka.control.rpo import RpoInterval
 from geokafka.control.selection import select_groups, select_topics
 from geokafka.control.state_records import LossAccount, Role, TopicPartitionKey
-from geokafka.control.state_store import StateSnapshot, state_store
+from geokafka.control.state_store import StateSnapshot, StateStore
+from geokafka.control.state_stores import StateStores, using
 from geokafka.errors import ClusterUnreachableError, FlowStateError
 from geokafka.failover.stranded import (
     GroupBacklog,
@@ -125,17 +126,25 @@ class ReconcileReport:
 def reconcile(topology: Topology, flow_name: str, *, export_dir: Path | None = None,
               max_export_bytes: int = DEFAULT_MAX_BYTES, replay: bool = False, execute: bool = False,
               probe_timeout_s: float = 5.0, timeout_s: float = 120.0, record: bool = True,
-              skip_keys: frozenset[bytes] = frozenset()) -> ReconcileReport:
+              skip_keys: frozenset[bytes] = frozenset(), stores: StateStores | None = None) -> ReconcileReport:
     """Count the flow's stranded records at the old source; export them, preview or run their replay.
 
     The count is recorded on the target (``record``) once it is complete and any export is
     written; a replay runs only with ``replay`` and ``execute`` (``replay`` alone previews it), and
     passes over records whose key is in ``skip_keys`` (their producers were told the sends failed
-    and sent them again at the new site).
+    and sent them again at the new site). ``stores``: the caller's state stores (stores of its own otherwise).
     """
+    with using(stores) as own:
+        return _reconcile(topology, flow_name, export_dir, max_export_bytes, replay, execute, probe_timeout_s, timeout_s,
+                          record, skip_keys, own)
+
+
+def _reconcile(topology: Topology, flow_name: str, export_dir: Path | None, max_export_bytes: int, replay: bool,
+               execute: bool, probe_timeout_s: float, timeout_s: float, record: bool, skip_keys: frozenset[bytes],
+               stores: StateStores) -> ReconcileReport:
     flow = topology.flow(flow_name)
     target = connection(topology, flow.target)
-    store = state_store(target)
+    store = stores.of(target)
     state = store.read(timeout_s=min(timeout_s, 30.0))
     if state.role(flow_name) != Role.FAILED_OVER:
         raise FlowStateError(f"flow {flow_name} never failed over (it is active on {flow.target}): nothing was "
@@ -171,7 +180,7 @@ def reconcile(topology: Topology, flow_name: str, *, export_dir: Path | None = N
         report.recorded = True
     if replay:
         report.replay = _replay(topology, flow_name, source, report, state, committed, synced, execute, timeout_s,
-                                skip_keys)
+                                skip_keys, store)
     return report
 
 
@@ -232,7 +241,7 @@ def _read_all(source: ClusterAdmin, ranges: list[StrandedRange], timeout_s: floa
 
 def _replay(topology: Topology, flow_name: str, source: ClusterAdmin, report: ReconcileReport, state: StateSnapshot,
             committed: dict[str, dict[TopicPartitionKey, int]], synced: set[str], execute: bool,
-            timeout_s: float, skip_keys: frozenset[bytes] = frozenset()) -> ReplayResult:
+            timeout_s: float, skip_keys: frozenset[bytes], store: StateStore) -> ReplayResult:
     flow = topology.flows[flow_name]
     plan = replay_plan(report.partitions, state.reconciled(flow_name))
     result = ReplayResult(execute, plan)
@@ -252,7 +261,7 @@ def _replay(topology: Topology, flow_name: str, source: ClusterAdmin, report: Re
         def read(start: int, rng: StrandedRange = rng) -> Iterator[Message]:
             return _read_from(source, rng, start, timeout_s)
 
-        replay_partition(target, flow_name, flow.source, part, report.failover_at_ms, read, processed,
+        replay_partition(target, store, flow_name, flow.source, part, report.failover_at_ms, read, processed,
                          skip=(lambda msg: msg.key() in skip_keys) if skip_keys else None)
     return result
 

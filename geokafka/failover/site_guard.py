@@ -15,7 +15,8 @@ from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.rpo import rpo_interval
 from geokafka.control.state_records import AutoFailover
-from geokafka.control.state_store import KafkaStateStore, StateSnapshot, state_store
+from geokafka.control.state_store import KafkaStateStore, StateSnapshot
+from geokafka.control.state_stores import StateStores, using
 from geokafka.errors import AuthError, GeokafkaError, TopologyError
 from geokafka.failover.automatic import FlowLook, SiteDecision, SiteLook, SiteLossPolicy
 from geokafka.failover.failover import failover
@@ -63,11 +64,13 @@ def run_site_guard(
     probe_timeout_s: float = 3.0,
     state_timeout_s: float = 5.0,
     watching: threading.Event | None = None,
+    stores: StateStores | None = None,
 ) -> SiteGuardRun:
     """Guard ``sites`` (default: every flow's source) until ``stop`` is set or ``duration_s`` passed.
 
     Needs ``failover.automatic`` in the topology unless ``dry_run`` (then nothing is failed over or recorded; what
-    would be is said). ``watching`` is set once the first look is taken.
+    would be is said). ``watching`` is set once the first look is taken. ``stores``: the caller's state stores
+    (stores of its own otherwise, closed when the guard ends).
     """
     policy = topology.failover
     if not policy.automatic and not dry_run:
@@ -79,7 +82,6 @@ def run_site_guard(
     run = SiteGuardRun(dry_run)
     targets = sorted({topology.flows[f].target for site in chosen for f in flows_of_site(topology, site)})
     admins = {site: ClusterAdmin(connection(topology, site), timeout_s=probe_timeout_s) for site in chosen}
-    stores = {target: state_store(connection(topology, target)) for target in targets}
     unreadable: set[str] = set()
     out_since: dict[str, int] = {}
     """site -> the guard's first failed look at it since it last answered (when it went, as far as the guard knows)."""
@@ -94,11 +96,13 @@ def run_site_guard(
           + (" - dry run" if dry_run else ""))
     deadline = None if duration_s is None else time.monotonic() + duration_s
     # one thread per probe and per state read: a dead site's or target's time-out delays no other's look
-    with ThreadPoolExecutor(max_workers=len(chosen) + len(targets), thread_name_prefix="site-guard") as pool:
+    with using(stores) as owned, \
+            ThreadPoolExecutor(max_workers=len(chosen) + len(targets), thread_name_prefix="site-guard") as pool:
+        by_target = {target: owned.of(connection(topology, target)) for target in targets}
         while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
             started = time.monotonic()
             probes = {site: pool.submit(_reached, admins[site], probe_timeout_s) for site in chosen}
-            reads = {target: pool.submit(store.read, state_timeout_s) for target, store in stores.items()}
+            reads = {target: pool.submit(store.read, state_timeout_s) for target, store in by_target.items()}
             states = _states(reads, unreadable, event)
             for site in chosen:
                 reached = probes[site].result()
@@ -113,9 +117,9 @@ def run_site_guard(
                 for text in decision.events:
                     event(text)
                 if not dry_run:
-                    _record(topology, decision, stores, look)
+                    _record(topology, decision, by_target, look)
                 if decision.fail_over:
-                    _fail_over(topology, site, decision, decide, stores, run, event)
+                    _fail_over(topology, site, decision, decide, owned, run, event)
             if watching is not None:
                 watching.set()
             stop.wait(max(0.0, policy.interval_s - (time.monotonic() - started)))
@@ -170,8 +174,8 @@ def _record(topology: Topology, decision: SiteDecision, stores: dict[str, KafkaS
 
 
 def _fail_over(topology: Topology, site: str, decision: SiteDecision, decide: SiteLossPolicy,
-               stores: dict[str, KafkaStateStore], run: SiteGuardRun, event: Say) -> None:
-    report = run_for_site(topology, site, "failover", lambda name: failover(topology, name))
+               stores: StateStores, run: SiteGuardRun, event: Say) -> None:
+    report = run_for_site(topology, site, "failover", lambda name: failover(topology, name, stores=stores))
     run.failovers.append(report)
     for outcome in report.outcomes:
         flow = topology.flows[outcome.flow]
@@ -184,7 +188,8 @@ def _fail_over(topology: Topology, site: str, decision: SiteDecision, decide: Si
             state = AutoFailover.HELD
         event(text)
         decide.recorded(site, outcome.flow, state)
-        _write_auto(stores[flow.target], AutoFailover(outcome.flow, site, state, text, int(time.time() * 1000)))
+        record = AutoFailover(outcome.flow, site, state, text, int(time.time() * 1000))
+        _write_auto(stores.of(connection(topology, flow.target)), record)
     done = len(report.outcomes) - len(report.failed)
     event(f"site {site}: {done} of {len(report.outcomes)} flows failed over in {report.duration_s:.1f} s"
           + (f"; not: {', '.join(o.flow for o in report.failed)}" if report.failed else ""))

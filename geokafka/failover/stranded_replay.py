@@ -36,7 +36,7 @@ from geokafka.control.provenance import (
     header_value,
 )
 from geokafka.control.state_records import STATE_TOPIC, Progress, Reconciled, StateRecord, TopicPartitionKey
-from geokafka.control.state_store import state_store
+from geokafka.control.state_store import StateStore
 from geokafka.failover.stranded import StrandedPartition, headers_of, timestamp_of
 
 CHUNK_RECORDS = 5_000
@@ -121,13 +121,13 @@ def replay_headers(msg: Message, source: str, failover_at_ms: int, processed: li
     return headers
 
 
-def replay_partition(target: ClusterConnection, flow: str, source: str, part: ReplayPartition, failover_at_ms: int,
-                     read: Callable[[int], Iterator[Message]], processed: Callable[[Message], list[str]],
+def replay_partition(target: ClusterConnection, store: StateStore, flow: str, source: str, part: ReplayPartition,
+                     failover_at_ms: int, read: Callable[[int], Iterator[Message]], processed: Callable[[Message], list[str]],
                      timeout_s: float = 60.0, skip: Callable[[Message], bool] | None = None) -> int:
     """Produce one partition's stranded records from where the last committed replay ended; returns how many.
 
     ``read(start)`` yields the partition's stranded records from ``start`` on; a record ``skip`` says yes to is
-    passed over (counted, and the replayed position moves past it all the same).
+    passed over (counted, and the replayed position moves past it all the same). ``store``: the target's state store.
     """
     producer = Producer(target.librdkafka(**{
         "transactional.id": transactional_id(flow, part.topic, part.partition), "enable.idempotence": True,
@@ -136,7 +136,7 @@ def replay_partition(target: ClusterConnection, flow: str, source: str, part: Re
     what = f"replaying the stranded records of {part.topic}/{part.partition} to {part.target_topic}"
     try:
         producer.init_transactions(timeout_s)  # fences an earlier run: its open transaction is aborted
-        done = state_store(target).read(timeout_s=timeout_s).reconciled(flow).get((part.topic, part.partition))
+        done = store.read(timeout_s=timeout_s).reconciled(flow).get((part.topic, part.partition))
         start = part.start if done is None else max(part.start, done.next)
         total = 0 if done is None else done.records
         chunk: list[Message] = []
@@ -150,7 +150,8 @@ def replay_partition(target: ClusterConnection, flow: str, source: str, part: Re
     except KafkaException as exc:
         with contextlib.suppress(KafkaException):  # what this run left open is aborted (or fenced by the next)
             producer.abort_transaction(5)
-        raise_mapped(target, what, exc)
+        raise_mapped(target, what, exc)  # (not closed: close() after a failure warns on stderr)
+    producer.close()  # every transaction is committed: nothing is left to deliver
     return part.produced
 
 

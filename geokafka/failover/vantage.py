@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from geokafka.control.flow_states import LIVE_STATES
 from geokafka.control.state_store import StateSnapshot
 
 FRESH_S = 10.0
@@ -54,7 +55,7 @@ class MirrorView:
     @property
     def live(self) -> bool:
         """The mirror writes heartbeats: a live state, recorded no longer than :data:`LIVE_HEARTBEAT_S` ago."""
-        return self.heartbeat_state in ("running", "starting", "retrying") and self.heartbeat_age_s is not None \
+        return self.heartbeat_state in LIVE_STATES and self.heartbeat_age_s is not None \
             and self.heartbeat_age_s <= LIVE_HEARTBEAT_S
 
     @property

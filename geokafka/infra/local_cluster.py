@@ -360,7 +360,7 @@ def _prepare_node(
     if (node_dir / "data" / "meta.properties").exists():
         return None
     return subprocess.Popen(
-        ["java", *_SHORT_RUN, *kafka_class_archive.java_options(), "-cp", classpath, *_jvm_logging(node_dir),
+        ["java", *_SHORT_RUN, *kafka_class_archive.java_options(), "-cp", _with_plugins(classpath), *_jvm_logging(node_dir),
          "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), "--ignore-formatted", *auth.format_args()],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
     )
@@ -407,14 +407,25 @@ def _launch_node(spec: LocalClusterSpec, node: NodeSpec, classpath: str) -> None
         "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
         *kafka_class_archive.java_options(), *extra_jvm_options(spec.quick_jit, LOCAL_JVM_OPTIONS_ENV),
         *_jvm_logging(node_dir),
-        "-cp", classpath, "kafka.Kafka", str(config),
+        "-cp", _with_plugins(classpath), "kafka.Kafka", str(config),
     ]
     start_process(cmd, _pid_file(spec, node), node_dir / "logs" / "stdout.log", str(config), node_dir)
+
+
+def _with_plugins(classpath: str) -> str:
+    """The broker's classpath, and after it what :data:`LOCAL_CLASSPATH_ENV` names (the storage format reads the
+    broker's config too, plugin class names included)."""
+    extra = os.environ.get(LOCAL_CLASSPATH_ENV, "").strip()
+    return f"{classpath}{os.pathsep}{extra}" if extra else classpath
 
 
 _SHORT_RUN = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"]
 """JVM options of a tool that runs for a second (storage format): the quick compiler only, one GC
 thread, a small heap; a JVM's defaults are tuned for long runs and cost more CPU than the work."""
+
+LOCAL_CLASSPATH_ENV = "GEOKAFKA_LOCAL_CLASSPATH"
+"""Classpath entries appended to a local Kafka node's own, read as each node starts: a broker plugin (a create-topic
+policy, an authorizer of one's own) that ``broker_config`` then names. The tests start a cluster with a policy so."""
 
 LOCAL_JVM_OPTIONS_ENV = "GEOKAFKA_LOCAL_JVM_OPTS"
 """Extra JVM options for every local Kafka node (space-separated). The test suite uses it to start

@@ -7,6 +7,10 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+STOP_SIGNALLED = threading.Event()
+"""Set by the first stop signal a :func:`stop_on_signals` block handles: the process is stopping (Spark's JVM, in
+the same process group, may have got the signal too and be stopping its queries on its own)."""
+
 
 @contextmanager
 def stop_on_signals(stop: threading.Event | None = None, keep: bool = False,
@@ -32,6 +36,7 @@ def stop_on_signals(stop: threading.Event | None = None, keep: bool = False,
     def handle(*_: object) -> None:
         if event.is_set() and on_second is not None:
             on_second()
+        STOP_SIGNALLED.set()
         event.set()
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}

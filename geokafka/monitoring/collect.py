@@ -6,9 +6,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from geokafka.control.connection import connection
+from geokafka.control.flow_states import HeadlineState
 from geokafka.control.rpo import RpoInterval, rpo_interval
 from geokafka.control.state_records import AutoFailover, Role
 from geokafka.control.state_store import StateSnapshot
+from geokafka.control.state_stores import StateStores
 from geokafka.errors import GeokafkaError
 from geokafka.failover.failback import with_reverse_flow
 from geokafka.failover.vantage import mirror_view
@@ -61,6 +63,7 @@ class StatusCollector:
         state_timeout_s: float = 10.0,
         source_timeout_s: float = 5.0,
         stale_after_s: float = STALE_AFTER_S,
+        stores: StateStores | None = None,
     ) -> None:
         names = list(flows) if flows else sorted(topology.flows)
         for name in names:
@@ -73,6 +76,9 @@ class StatusCollector:
         self.state_timeout_s = state_timeout_s
         self.source_timeout_s = source_timeout_s
         self.stale_after_s = stale_after_s
+        self.stores = stores or StateStores()
+        """The targets' state stores (the collector's own, closed by :meth:`close`, unless given)."""
+        self._own_stores = stores is None
         self._io: ClusterReads | None = None
         self._pool: ThreadPoolExecutor | None = None
 
@@ -85,7 +91,7 @@ class StatusCollector:
     def collect(self) -> StatusReport:
         """One observation of every flow; problems become states, never exceptions."""
         if self._io is None:
-            self._io = ClusterReads(self.topology, self.state_timeout_s, self.source_timeout_s)
+            self._io = ClusterReads(self.topology, self.state_timeout_s, self.source_timeout_s, self.stores)
         io = self._io
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=min(16, len(self.names) + 1), thread_name_prefix="status")
@@ -125,7 +131,7 @@ class StatusCollector:
             last_failover=state.failover_report(name), mirror_view=view.to_dict(),
             mirror_view_text=view.describe(flow.source), **mirror_details(record),
         )
-        if not reachable and shown != "source-unreachable" and shown != "failed-over":
+        if not reachable and shown not in (HeadlineState.SOURCE_UNREACHABLE, HeadlineState.FAILED_OVER):
             status.source_error = (f"{source_error}; but {view.describe(flow.source)}: a partition between here "
                                    f"and {flow.source}, not a lost site (run `failover` only if the mirror loses it too)")
         if state_error is not None:
@@ -133,7 +139,7 @@ class StatusCollector:
             if record is not None:
                 status.state_error += " (showing the last state read)"
             elif reachable:
-                status.state = "state-unavailable"
+                status.state = HeadlineState.STATE_UNAVAILABLE
         basis = "live" if reachable else ("last-observed" if observed_ms is not None else "unknown")
         status.rpo = flow_rpo(partitions, basis, observed_ms)
         if basis == "last-observed":  # the source did not answer now: it may be gone since the last look
@@ -174,3 +180,5 @@ class StatusCollector:
         if self._io is not None:
             self._io.close()
             self._io = None
+        if self._own_stores:
+            self.stores.close()

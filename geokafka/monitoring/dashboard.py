@@ -18,6 +18,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from geokafka.client import where
+from geokafka.control.connection import connection
+from geokafka.control.state_stores import StateStores
 from geokafka.errors import EnvironmentError_, GeokafkaError, TopologyError
 from geokafka.monitoring.collect import StatusCollector
 from geokafka.monitoring.metrics import CONTENT_TYPE, render_metrics
@@ -105,12 +107,14 @@ WHERE_TIMEOUT_S = 5.0
 """How long ``/api/flows/<flow>`` waits for the flow's target (then 503)."""
 
 
-def where_response(topology: Topology, flow: str) -> tuple[int, dict[str, Any]]:
-    """``/api/flows/<flow>``: (HTTP status, JSON body); 404 for an unknown flow, 503 when its target cannot be read."""
+def where_response(topology: Topology, flow: str, stores: StateStores | None = None) -> tuple[int, dict[str, Any]]:
+    """``/api/flows/<flow>``: (HTTP status, JSON body); 404 for an unknown flow, 503 when its target cannot be read.
+    ``stores``: the dashboard's state stores (read incrementally; a store of its own for the call otherwise)."""
     if flow not in topology.flows:
         return 404, {"error": f"unknown flow {flow!r}", "flows": sorted(topology.flows)}
     try:
-        return 200, where(topology, flow, timeout_s=WHERE_TIMEOUT_S)
+        store = None if stores is None else stores.of(connection(topology, topology.flows[flow].target))
+        return 200, where(topology, flow, timeout_s=WHERE_TIMEOUT_S, store=store)
     except TopologyError as exc:
         return 404, {"error": str(exc)}
     except GeokafkaError as exc:
@@ -130,7 +134,7 @@ def _handler(sampler: StatusSampler) -> type[BaseHTTPRequestHandler]:
             elif path == "/metrics":
                 self._send(200, CONTENT_TYPE, render_metrics(sampler.history.latest).encode())
             elif path.startswith(_FLOWS) and path.count("/") == 3:
-                code, answer = where_response(topology, unquote(path[len(_FLOWS):]))
+                code, answer = where_response(topology, unquote(path[len(_FLOWS):]), sampler.collector.stores)
                 self._send(code, "application/json", json.dumps(answer).encode())
             elif path == "/healthz":
                 self._send(200, "text/plain", b"ok\n")

@@ -39,12 +39,13 @@ from collections.abc import Iterator
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from geokafka.control.flow_states import HeadlineState
+from geokafka.control.state_records import AutoFailover
 from geokafka.guard.summary import GuardStatus
 from geokafka.monitoring.status import StatusReport
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-STATES = ("starting", "running", "retrying", "stopped", "error", "failed-over", "down", "source-unreachable",
-          "not-started", "state-unavailable")
+STATES = tuple(HeadlineState)
 _PART = ["flow", "topic", "partition"]
 
 
@@ -107,7 +108,7 @@ class _ReportCollector:
                 written.add_metric([flow.name], float(flow.written))
             if flow.bytes is not None:
                 nbytes.add_metric([flow.name], float(flow.bytes))
-            up.add_metric([flow.name], 1.0 if flow.state == "running" else 0.0)
+            up.add_metric([flow.name], 1.0 if flow.state == HeadlineState.RUNNING else 0.0)
             for name in sorted(set(STATES) | {flow.state}):
                 state.add_metric([flow.name, name], 1.0 if flow.state == name else 0.0)
             source_up.add_metric([flow.name], 1.0 if flow.source_reachable else 0.0)
@@ -126,7 +127,7 @@ class _ReportCollector:
                 bounds["exact"].add_metric([flow.name], 1.0 if figures.exact else 0.0)
             if flow.throughput is not None:
                 rate.add_metric([flow.name], flow.throughput.records_per_s)
-            holding = flow.automatic is not None and flow.automatic.get("state") == "held" and flow.failover is None
+            holding = flow.automatic is not None and flow.automatic.get("state") == AutoFailover.HELD and flow.failover is None
             held.add_metric([flow.name], 1.0 if holding else 0.0)
         yield from (lag, lag_s, end, done, lost, written, nbytes, up, state, source_up, age, rpo, rpo_s, rate, held)
         yield from bounds.values()

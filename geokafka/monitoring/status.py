@@ -29,7 +29,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from geokafka.control.flow_states import LIVE_STATES, UNHEALTHY_STATES, FlowState, HeadlineState
 from geokafka.control.rpo import RpoInterval
+from geokafka.control.state_records import Role
 from geokafka.control.topic_identity import Recreation
 from geokafka.guard.summary import GuardStatus
 from geokafka.secrets import redact
@@ -37,9 +39,6 @@ from geokafka.secrets import redact
 STALE_AFTER_S = 30.0
 """A ``running`` heartbeat older than this means the mirror died (it re-writes it every ~5 s)."""
 
-LIVE_STATES = ("running", "retrying", "starting")
-UNHEALTHY_STATES = ("error", "down", "source-unreachable", "state-unavailable")
-"""States a person has to look at: `status` exits non-zero when a flow shows one."""
 
 _ProbeResult = tuple[int, int | None] | None
 """(offset, timestamp ms) of the first committed record at/after ``next``; None: there is none."""
@@ -285,17 +284,17 @@ def headline_state(
     recorded = (record or {}).get("state")
     at_ms = (record or {}).get("at_ms")
     age = None if at_ms is None else max(0.0, (now_ms - int(at_ms)) / 1000)
-    if recorded == "failed-over" or role == "failed-over":
-        return "failed-over", age
+    if recorded == FlowState.FAILED_OVER or role == Role.FAILED_OVER:
+        return HeadlineState.FAILED_OVER, age
     live_mirror = recorded in LIVE_STATES and age is not None and age <= stale_after_s
     if not source_reachable and not (mirror_reaches_source and live_mirror):
-        return "source-unreachable", age
+        return HeadlineState.SOURCE_UNREACHABLE, age
     if recorded is None:
-        return "not-started", age
-    if recorded == "error":
-        return "error", age
+        return HeadlineState.NOT_STARTED, age
+    if recorded == FlowState.ERROR:
+        return HeadlineState.ERROR, age
     if recorded in LIVE_STATES and (age is None or age > stale_after_s):
-        return "down", age
+        return HeadlineState.DOWN, age
     return str(recorded), age
 
 
@@ -370,7 +369,7 @@ def mirror_details(record: dict[str, Any] | None) -> dict[str, Any]:
     reason = rec.get("reason")
     if isinstance(reason, str):
         reason = redact(reason)  # recorded text may quote a Kafka or Spark error
-    if rec.get("state") == "error" and not reason:
+    if rec.get("state") == FlowState.ERROR and not reason:
         reason = "no reason recorded"
     return {
         "mirror_state": rec.get("state"), "reason": reason, "written": _int("written"), "bytes": _int("bytes"),

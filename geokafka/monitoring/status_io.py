@@ -8,12 +8,14 @@ from typing import Any
 
 from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, KafkaError, KafkaException, TopicPartition
 
+from geokafka import contract
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
 from geokafka.control.naming import policy_for
 from geokafka.control.selection import select_topics
 from geokafka.control.state_records import TopicPartitionKey
-from geokafka.control.state_store import StateSnapshot, state_store
+from geokafka.control.state_store import StateSnapshot, StateStore
+from geokafka.control.state_stores import StateStores
 from geokafka.control.topic_identity import Recreation, recreations
 from geokafka.errors import GeokafkaError
 from geokafka.monitoring.status import PartitionStatus, lost_offsets, observed_lag, partition_lag, raw_lag
@@ -24,8 +26,8 @@ class StateCache:
     """The latest value of every key of one target's ``__geokafka_state``: the cluster's state store,
     which keeps its consumer open and reads only what is new."""
 
-    def __init__(self, topology: Topology, cluster: str, timeout_s: float) -> None:
-        self.store = state_store(connection(topology, cluster))
+    def __init__(self, store: StateStore, timeout_s: float) -> None:
+        self.store = store
         self.timeout_s = timeout_s
         self.snapshot = StateSnapshot()
         """The last snapshot read (empty before the first)."""
@@ -37,10 +39,13 @@ class StateCache:
 
 
 class ClusterReads:
-    """Clients kept across observations: one admin per source, one state cache per target."""
+    """Clients kept across observations: one admin per source, one state cache per target (its store from
+    ``stores``, whose owner closes it)."""
 
-    def __init__(self, topology: Topology, state_timeout_s: float, source_timeout_s: float) -> None:
+    def __init__(self, topology: Topology, state_timeout_s: float, source_timeout_s: float,
+                 stores: StateStores) -> None:
         self.topology = topology
+        self.stores = stores
         self.state_timeout_s = state_timeout_s
         self.source_timeout_s = source_timeout_s
         self._states: dict[str, StateCache] = {}
@@ -55,7 +60,8 @@ class ClusterReads:
         """
         with self._lock:
             if cluster not in self._states:
-                self._states[cluster] = StateCache(self.topology, cluster, self.state_timeout_s)
+                self._states[cluster] = StateCache(self.stores.of(connection(self.topology, cluster)),
+                                                   self.state_timeout_s)
             cache = self._states[cluster]
         try:
             return cache.refresh(), None
@@ -70,7 +76,7 @@ class ClusterReads:
             return self._admins[cluster]
 
     def close(self) -> None:
-        """Close every client."""
+        """Close every admin client (the state stores are their owner's)."""
         for admin in self._admins.values():
             admin.close()
         self._admins.clear()
@@ -89,8 +95,7 @@ def observed_ends(state: StateSnapshot, flow: str) -> tuple[int | None, dict[Top
         return None, {}
     ends: dict[TopicPartitionKey, int] = {}
     for key, end in record.ends.items():
-        topic, _, partition = key.rpartition("/")
-        ends[(topic, int(partition))] = end
+        ends[contract.parse_partition_key(key)] = end
     return record.at_ms, ends
 
 

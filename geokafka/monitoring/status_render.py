@@ -9,13 +9,16 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from geokafka.control.flow_states import LIVE_STATES, HeadlineState
+from geokafka.control.state_records import AutoFailover
 from geokafka.guard.summary import GuardStatus
-from geokafka.monitoring.status import LIVE_STATES, FlowStatus, PartitionStatus, StatusReport
+from geokafka.monitoring.status import FlowStatus, PartitionStatus, StatusReport
 
-_STATE_STYLE = {
-    "starting": "green", "running": "bold green", "retrying": "bold yellow", "stopped": "yellow", "not-started": "dim",
-    "error": "bold red", "down": "bold red", "source-unreachable": "bold red", "failed-over": "bold magenta",
-    "state-unavailable": "bold red",
+_STATE_STYLE: dict[str, str] = {
+    HeadlineState.STARTING: "green", HeadlineState.RUNNING: "bold green", HeadlineState.RETRYING: "bold yellow",
+    HeadlineState.STOPPED: "yellow", HeadlineState.NOT_STARTED: "dim", HeadlineState.ERROR: "bold red",
+    HeadlineState.DOWN: "bold red", HeadlineState.SOURCE_UNREACHABLE: "bold red",
+    HeadlineState.FAILED_OVER: "bold magenta", HeadlineState.STATE_UNAVAILABLE: "bold red",
 }
 
 
@@ -104,12 +107,12 @@ def headline(flow: FlowStatus) -> Text:
         text.append(f"\n  LOST: {fmt_count(rpo.lost_records)} records deleted at the source before they were "
                     f"replicated (retention or deleteRecords); on no cluster any more", style="bold red")
     automatic = flow.automatic
-    if automatic is not None and (automatic["state"] != "failed-over" or flow.failover is not None):
-        label = {"held": "automatic failover held", "suspect": "automatic failover: site suspect",
-                 "failed-over": "failed over by the guard"}.get(automatic["state"], automatic["state"])
+    if automatic is not None and (automatic["state"] != AutoFailover.FAILED_OVER or flow.failover is not None):
+        label = {AutoFailover.HELD: "automatic failover held", AutoFailover.SUSPECT: "automatic failover: site suspect",
+                 AutoFailover.FAILED_OVER: "failed over by the guard"}.get(automatic["state"], automatic["state"])
         at = time.strftime("%H:%M:%S", time.localtime(automatic["at_ms"] / 1000))
         text.append(f"\n  {label} ({at}): {automatic['reason']}",
-                    style="bold red" if automatic["state"] == "held" else "yellow")
+                    style="bold red" if automatic["state"] == AutoFailover.HELD else "yellow")
     held = sorted({h["group"] for h in flow.held_groups})
     if held:
         text.append(f"\n  groups in use on {flow.target}, offsets not synced there: {', '.join(held)}", style="yellow")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from geokafka import contract
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.state_store import StateSnapshot
 from geokafka.control.topic_identity import Recreation, recreations
@@ -145,7 +146,7 @@ def plan_assignment(
     for pair in pairs:
         offsets: dict[str, int] = {}
         for p in range(pair.partitions):
-            key = f"{pair.source}/{p}"
+            key = contract.partition_key(pair.source, p)
             hint = state.progress_offset(flow_name, pair.source, p)
             hint = state.end_offset if hint is None else hint
             committed = progress.get((pair.source, p))

@@ -30,7 +30,9 @@ def fence(target: ClusterConnection, transactional_ids: list[str], timeout_s: fl
         try:
             producer.init_transactions(timeout_s)
         except KafkaException as exc:
+            # not closed: close() after a failed init warns on stderr; the client goes with its last reference
             raise_mapped(target, f"fencing the writer {txn_id}", exc)
+        producer.close()  # it wrote nothing: its work was the epoch bump
 
     with ThreadPoolExecutor(max_workers=min(PARALLEL, len(transactional_ids)), thread_name_prefix="fence") as pool:
         for done in [pool.submit(fence_one, txn_id) for txn_id in transactional_ids]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,13 +38,23 @@ HEARTBEAT_S = 5.0
 TOPIC_IDS_S = 1.0
 OBSERVE_CPU_SHARE = 0.02
 """The source observation takes at most this share of a core: at thousands of partitions a look costs
-milliseconds of CPU, and it then runs less often than ``rpo.observe_ms`` (its age is in every RPO figure)."""
+milliseconds of CPU, and it then runs less often than ``rpo.observe_ms`` (its age is in every RPO figure)..."""
+OBSERVE_MAX_PERIOD_S = 0.75
+"""... but at least this often, whatever a look costs: at a site's death the last observation is then under a
+second old (the look itself takes a few milliseconds), and the failover's RPO interval spans under 2 s of traffic."""
+
+
+def seconds(interval_s: float) -> str:
+    """An interval as the jobs' messages say it: ``250 ms``, ``5 s``, ``2.5 s``."""
+    return f"{interval_s * 1000:g} ms" if interval_s < 1 else f"{interval_s:g} s"
 
 
 class FlowView(Protocol):
-    """What the jobs read of their flow's runner (from their own threads)."""
+    """What the jobs read of their flow's runner (from their own threads): the runner's latest published view."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The flow's name."""
 
     @property
     def replicating(self) -> bool:
@@ -58,7 +69,7 @@ class FlowView(Protocol):
         """The topic pairs the running query replicates."""
 
     @property
-    def topic_ids(self) -> dict[str, str]:
+    def topic_ids(self) -> Mapping[str, str]:
         """Source topic -> the ID the running query replicates."""
 
     def summary(self) -> dict[str, Any]:
@@ -113,12 +124,12 @@ class FlowSignals:
 class FlowJobs:
     """The jobs of one flow, scheduled on ``scheduler`` by :meth:`schedule`."""
 
-    def __init__(self, topology: Topology, view: FlowView, clients: FlowClients, store: StateStore,
+    def __init__(self, topology: Topology, view: Callable[[], FlowView], clients: FlowClients, store: StateStore,
                  signals: FlowSignals) -> None:
         self.topology = topology
-        self.view = view
-        self.name = view.name
-        self.flow = topology.flows[view.name]
+        self._view = view
+        self.name = view().name
+        self.flow = topology.flows[self.name]
         self.clients = clients
         self.store = store
         self.signals = signals
@@ -128,23 +139,40 @@ class FlowJobs:
         self._held_groups: list[tuple[str, str, int, str]] = []
         self._offset_index: Any = None
         self._sync_memory: Any = None
-        every_sync = f"every {self.flow.sync_interval_s:g}s"
-        self._heartbeats = RepeatedFailure(log, f"flow {self.name}: heartbeat", f"every {HEARTBEAT_S:g}s")
+        every_sync = f"every {seconds(self.flow.sync_interval_s)}"
+        self._heartbeats = RepeatedFailure(log, f"flow {self.name}: heartbeat", f"every {seconds(HEARTBEAT_S)}")
         self._metadata_sync = RepeatedFailure(log, f"flow {self.name}: topic config/ACL sync", every_sync)
         self._offset_sync = RepeatedFailure(log, f"flow {self.name}: group offset sync", every_sync)
+        self._state_write = threading.Lock()
+        self._retired = False
+        """Set by :meth:`retire`, under :attr:`_state_write`: no heartbeat is written from then on."""
+
+    @property
+    def view(self) -> FlowView:
+        """The runner as its owner last published it."""
+        return self._view()
+
+    def retire(self) -> None:
+        """No heartbeat after this returns (it waits for one being written): the runner's final state comes last."""
+        with self._state_write:
+            self._retired = True
 
     def schedule(self, scheduler: Scheduler) -> None:
         """Put every job on ``scheduler``."""
-        refresh = self.topology.pipeline.topic_refresh_s
-        if "partitions" in self.flow.sync:
-            refresh = min(refresh, self.flow.sync_interval_s)
-        scheduler.add("heartbeat", HEARTBEAT_S, self.heartbeat, timeout_s=HEARTBEAT_S)
+        refresh, sync_s = self.topology.pipeline.topic_refresh_s, self.flow.sync_interval_s
+        refresh_from = "pipeline.topic_refresh_s"
+        if "partitions" in self.flow.sync and sync_s < refresh:  # partition counts follow every sync_interval_s
+            refresh, refresh_from = sync_s, f"sync_interval_s, as the flow syncs partitions; topic_refresh_s is {refresh:g} s"
         observe_s = self.topology.rpo.observe_ms / 1000
+        scheduler.add("heartbeat", HEARTBEAT_S, self.heartbeat, timeout_s=HEARTBEAT_S)
         self._observe_job = scheduler.add("observe", observe_s, self.observe, timeout_s=max(2.0, 4 * observe_s),
-                                          cpu_share=OBSERVE_CPU_SHARE)
+                                          cpu_share=OBSERVE_CPU_SHARE, max_period_s=OBSERVE_MAX_PERIOD_S)
         scheduler.add("topic-ids", TOPIC_IDS_S, self.watch_topic_ids, timeout_s=5.0)
         scheduler.add("selection", refresh, self.watch_selection, timeout_s=30.0)
-        scheduler.add("sync", self.flow.sync_interval_s, self.sync, timeout_s=max(30.0, self.flow.sync_interval_s))
+        scheduler.add("sync", sync_s, self.sync, timeout_s=max(30.0, sync_s))
+        log.info("flow %s: jobs run every: heartbeat %s, observe %s (rpo.observe_ms), topic-ids %s, selection %s (%s), "
+                 "sync %s (sync_interval_s)", self.name, seconds(HEARTBEAT_S), seconds(observe_s), seconds(TOPIC_IDS_S),
+                 seconds(refresh), refresh_from, seconds(sync_s))
 
     # -- heartbeat -------------------------------------------------------------------------
 
@@ -154,7 +182,11 @@ class FlowJobs:
             if self.store.read(timeout_s=5.0).role(self.name) == Role.FAILED_OVER:
                 self.signals.failed_over.set()
                 return
-            self.store.set_flow_state(self.name, self.view.recorded_state, **self.view.summary())
+            view = self.view
+            with self._state_write:  # a late heartbeat must not follow the final state the runner writes
+                if self._retired:
+                    return
+                self.store.set_flow_state(self.name, view.recorded_state, **view.summary())
         except errors.GeokafkaError as exc:
             self._heartbeats.failed(exc)
         else:
@@ -223,7 +255,7 @@ class FlowJobs:
             if self._sync_memory is None:
                 self._sync_memory = SyncMemory()
             report = sync_group_offsets(self.topology, self.name, index=self._offset_index,
-                                        memory=self._sync_memory, timeout_s=5.0)
+                                        memory=self._sync_memory, store=self.store, timeout_s=5.0)
             self._record_held_groups(report.held_on_target())
         except errors.GeokafkaError as exc:
             self._offset_sync.failed(exc)

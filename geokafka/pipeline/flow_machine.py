@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from geokafka import errors
-from geokafka.pipeline.schedule import Backoff, FlowState
+from geokafka.control.flow_states import FlowState
+from geokafka.pipeline.backoff import Backoff
 
 
 @dataclass
@@ -83,15 +84,23 @@ class FlowMachine:
         self.status, self.error = FlowState.FAILED_OVER, None
 
     def final_state(self, requested: FlowState = FlowState.STOPPED) -> FlowState | None:
-        """The state a stopping flow records (None: record nothing, a failover wrote its own). A flow
-        that never replicated and was still retrying gives up with its reason, as an error."""
+        """The state a stopping flow records (None: record nothing, a failover wrote its own); see
+        :func:`ended_state`."""
         if self.status == FlowState.FAILED_OVER:
             return None
-        if self.status == FlowState.RETRYING and self.error is not None and not self.ever_started:
-            self.status = FlowState.ERROR
-        if self.status != FlowState.ERROR:
-            self.status = requested
+        self.status = ended_state(self.status, self.error, self.ever_started, requested)
         return self.status
+
+
+def ended_state(status: FlowState, error: errors.GeokafkaError | None, ever_started: bool,
+                requested: FlowState = FlowState.STOPPED) -> FlowState:
+    """What a flow in ``status`` ends as when it stops: a failover and an error stay; a flow that never replicated
+    and was still retrying gives up with its reason, as an error; anything else is ``requested``."""
+    if status in (FlowState.FAILED_OVER, FlowState.ERROR):
+        return status
+    if status == FlowState.RETRYING and error is not None and not ever_started:
+        return FlowState.ERROR
+    return requested
 
 
 def loss_outcome(failure: errors.DataLossError, diagnosed: errors.DataLossError | None,

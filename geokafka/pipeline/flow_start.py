@@ -1,5 +1,5 @@
-"""The control-plane half of a flow's start, which needs no Spark: both clusters checked, target topics
-created and synced, the flow's writers fenced, its generation decided, its progress read and every
+"""The control-plane half of a flow's start, which needs no Spark: both clusters checked, the flow's writers
+fenced, target topics created and synced, its generation decided, its progress read and every
 partition's resume position planned. The query starts from what this returns."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from geokafka import errors
+from geokafka import contract, errors
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_records import Progress, Role, StateRecord, TopicId
 from geokafka.control.state_store import StateSnapshot, StateStore, ensure_state_topic
@@ -17,7 +17,7 @@ from geokafka.control.topic_sync import TopicPair
 from geokafka.pipeline.assignment import Assignment, plan_assignment
 from geokafka.pipeline.fencing import fence
 from geokafka.pipeline.flow_clients import FlowClients
-from geokafka.pipeline.flow_topics import sync_topic_metadata, target_pairs
+from geokafka.pipeline.flow_topics import selected_pairs, sync_topic_metadata, target_pairs
 from geokafka.pipeline.groups import GenerationPlan, GroupList, generation_record, plan_generation, split_into_groups
 from geokafka.pipeline.startup import StartupTimeline
 from geokafka.topology.schema import Flow
@@ -60,20 +60,28 @@ class FlowStarter:
         with timeline.step("clusters checked"):
             source.check_reachable()
             target.check_reachable()
-            ensure_state_topic(target)
+            ensure_state_topic(target, self.store)
+        # Fence first: a killed writer's open transaction would hold the state topic's (and every target
+        # topic's) last stable offset until it expires, and the progress must be read to its end. Which
+        # writers to fence (this generation's, and the previous one's when the groups changed) is in the
+        # state itself: what is already readable tells, and the settled read confirms it. And fence before
+        # the target topics are created: a target's transaction coordinator starts at its first
+        # transactional id, and its partitions wait behind every partition created before them (a
+        # 1-node target: the first id took 11 s after 2,000 new partitions, 0.1 s before them).
+        planned = selected_pairs(self.flow, source)
+        groups = split_into_groups(planned, self.group_count)
+        with timeline.step("writers fenced"):
+            plan = self._fence_for(groups, planned, self.store.read(timeout_s=15.0))
         with timeline.step("target topics"):
             pairs = target_pairs(self.flow, source, target)
             try:  # a restart (e.g. for new partitions) must not delay the config/ACL sync
                 sync_topic_metadata(self.name, self.flow, source, target, pairs)
             except errors.GeokafkaError as exc:
                 log.warning("flow %s: topic configs/ACLs not synced before the start: %s", self.name, exc)
-        # Fence first: a killed writer's open transaction would hold the state topic's (and every target
-        # topic's) last stable offset until it expires, and the progress must be read to its end. Which
-        # writers to fence (this generation's, and the previous one's when the groups changed) is in the
-        # state itself: what is already readable tells, and the settled read confirms it.
-        groups = split_into_groups(pairs, self.group_count)
-        with timeline.step("writers fenced"):
-            plan = self._fence_for(groups, pairs, self.store.read(timeout_s=15.0))
+        if pairs != planned:  # the source's topics changed in between: the groups follow what was created
+            groups = split_into_groups(pairs, self.group_count)
+            with timeline.step("writers fenced"):
+                plan = self._fence_for(groups, pairs, self.store.read(timeout_s=15.0))
         with timeline.step("progress read"):
             state = self.store.read_settled()
             if state.generation(self.name) != plan.stored:
@@ -108,7 +116,8 @@ class FlowStarter:
         stored = state.topic_ids(self.name)
         now_ms = int(time.time() * 1000)
         resets: list[StateRecord] = [
-            Progress(self.name, gap.topic, gap.partition, assignment.expected[f"{gap.topic}/{gap.partition}"][0])
+            Progress(self.name, gap.topic, gap.partition,
+                     assignment.expected[contract.partition_key(gap.topic, gap.partition)][0])
             for gap in assignment.gaps if gap.last is None
         ]
         ids: list[StateRecord] = [

@@ -9,26 +9,29 @@ from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.naming import ReplicationPolicy, policy_for
 from geokafka.control.selection import select_topics
-from geokafka.control.topic_sync import TopicPair, ensure_target_topic, sync_topic_configs
+from geokafka.control.topic_sync import TopicPair, ensure_target_topics, sync_topic_configs
 from geokafka.topology.schema import Flow
 
 log = logging.getLogger(__name__)
 
 
+def selected_pairs(flow: Flow, source: ClusterAdmin) -> list[TopicPair]:
+    """The selected source topics, each with its target topic's name and the source's partition count, as the
+    source lists them now (nothing created)."""
+    policy = policy_for(flow)
+    current = source.topic_partitions()
+    return [TopicPair(t, policy.remote_topic(flow.source, t), current[t]) for t in select_topics(current, flow)]
+
+
 def target_pairs(flow: Flow, source: ClusterAdmin, target: ClusterAdmin) -> list[TopicPair]:
     """The selected source topics, each with its target topic (created, or grown when partitions are synced)."""
-    policy = policy_for(flow)
-    topics = select_topics(source.topic_partitions(), flow)
-    grow = "partitions" in flow.sync
-    return [ensure_target_topic(source, target, t, policy.remote_topic(flow.source, t), grow, flow.config_exclude)
-            for t in topics]
+    names = {pair.source: pair.target for pair in selected_pairs(flow, source)}
+    return ensure_target_topics(source, target, names, "partitions" in flow.sync, flow.config_exclude)
 
 
 def selection_changed(flow: Flow, source: ClusterAdmin, pairs: list[TopicPair]) -> bool:
     """True when the source's topics that the flow selects (or their partition counts) are not ``pairs``'."""
-    current = source.topic_partitions()
-    selected = {t: current[t] for t in select_topics(current, flow)}
-    return selected != {p.source: p.partitions for p in pairs}
+    return {p.source: p.partitions for p in selected_pairs(flow, source)} != {p.source: p.partitions for p in pairs}
 
 
 def sync_topic_metadata(name: str, flow: Flow, source: ClusterAdmin, target: ClusterAdmin,
@@ -36,10 +39,8 @@ def sync_topic_metadata(name: str, flow: Flow, source: ClusterAdmin, target: Clu
     """Topic configs and topic ACLs, source to target, as the flow's ``sync`` says; raises on a failure."""
     policy: ReplicationPolicy = policy_for(flow)
     if "configs" in flow.sync:
-        for pair in pairs:
-            changed = sync_topic_configs(source, target, pair, flow.config_exclude)
-            if changed:
-                log.info("flow %s: %s configs synced: %s", name, pair.target, sorted(changed))
+        for topic, changed in sync_topic_configs(source, target, pairs, flow.config_exclude).items():
+            log.info("flow %s: %s configs synced: %s", name, topic, sorted(changed))
     if "acls" in flow.sync:
         created = sync_topic_acls(source, target, [p.source for p in pairs],
                                   lambda topic: policy.remote_topic(flow.source, topic))

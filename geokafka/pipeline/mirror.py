@@ -18,14 +18,16 @@ from contextlib import ExitStack
 from typing import Any
 
 from geokafka import errors
-from geokafka.control.state_store import release_state_producers
+from geokafka.control.connection import connection
+from geokafka.control.flow_states import FlowState
+from geokafka.control.state_stores import StateStores
 from geokafka.infra.signals import stop_on_signals
-from geokafka.pipeline.runner import FlowRunner
+from geokafka.pipeline.runner import FlowRunner, RunnerView
 from geokafka.pipeline.slots import MICRO_BATCH, REAL_TIME, ModeWatch, groups_per_flow, master_with_slots, task_slots
 from geokafka.pipeline.spark_session import get_spark, is_local, jvm_exit, kill_spark, live_task_slots
 from geokafka.topology.schema import Topology
 
-TickCallback = Callable[[list[FlowRunner]], None]
+TickCallback = Callable[[list[RunnerView]], None]
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +74,8 @@ def mirror(
     duration_s: float | None = None,
     on_tick: TickCallback | None = None,
     stop_event: threading.Event | None = None,
-) -> list[FlowRunner]:
-    """Run flows (all when ``flow_names`` is empty) until stopped; return their final runners.
+) -> list[RunnerView]:
+    """Run flows (all when ``flow_names`` is empty) until stopped; return how each ended.
 
     Raises the first flow's error when every flow stopped on an error, and a
     :class:`~geokafka.errors.JvmFatalError` when Spark's JVM failed under them.
@@ -83,16 +85,19 @@ def mirror(
         topology.flow(name)  # an unknown name fails here, before Spark starts
     pipeline = topology.pipeline
     slots = task_slots(pipeline.master, pipeline.spark_conf)
-    groups = groups_per_flow(pipeline.groups, slots, len(names))
+    groups = groups_per_flow(pipeline.partition_groups, slots, len(names))
     master = master_with_slots(pipeline.master, groups * len(names)) if pipeline.mode == "real-time" else pipeline.master
-    runners, broken = _runners(topology, names, groups)
+    stores = StateStores()  # the flows' state stores, one per target: closed when the mirror ends
+    runners, broken = _runners(topology, names, groups, stores)
     if not runners:
+        stores.close()
         raise next(iter(broken.values()))
     for runner in runners:
         runner.startup.reached("command started")
     deadline = None if duration_s is None else time.monotonic() + duration_s
     fatal: errors.JvmFatalError | None = None
     with ExitStack() as on_signals:
+        on_signals.enter_context(stores)  # closed last, once every flow stopped (or was left to the exit)
         # Ctrl-C and SIGTERM stop the flows cleanly, with the same summary; a second one stops at once
         stop = on_signals.enter_context(stop_on_signals(stop_event, on_second=_stop_at_once))
         # each flow's start prepares (clusters, topics, fencing, progress) while Spark starts
@@ -107,30 +112,28 @@ def mirror(
                 fatal = None if stop.is_set() else _jvm_failure(stop)
                 if fatal is not None:
                     for runner in runners:
-                        runner.fail(fatal)
+                        runner.post_failure(fatal)
                     raise fatal from None
                 if not _stopping(stop):
                     raise
                 spark = None
-            for runner in runners:
-                runner.startup.took("Spark session", time.monotonic() - spark_start)
+            spark_took_s = time.monotonic() - spark_start
             # PySpark's SparkContext put its own SIGINT handler in place of ours: ours again
             on_signals.enter_context(stop_on_signals(stop, on_second=_stop_at_once))
             modes = ModeWatch(pipeline.mode, groups * len(names))
             if spark is not None:
                 _first_mode(spark, modes, pipeline.master, runners, stop)
                 for runner in runners:
-                    runner.spark = spark
-                    runner.spark_ready.set()
+                    runner.spark_started(spark, spark_took_s)
             while spark is not None and not stop.is_set() and (deadline is None or time.monotonic() < deadline):
                 fatal = _jvm_failure(stop)
                 if fatal is not None:
                     for runner in runners:
-                        runner.fail(fatal)
+                        runner.post_failure(fatal)
                     break
                 _follow_slots(spark, modes, runners)
                 if on_tick is not None:
-                    on_tick(runners)
+                    on_tick([runner.view for runner in runners])
                 if all(s.done.is_set() for s in supervisors):
                     break
                 stop.wait(TICK_S)
@@ -138,44 +141,49 @@ def mirror(
             stop.set()
             for runner in runners:
                 runner.request_stop()  # a start that waits for Spark gives up
-            _wait_for(supervisors, STOP_S)
-            release_state_producers()
+            ended = _wait_for(supervisors, STOP_S)
     if fatal is not None:
         raise fatal
-    if all(r.status == "error" for r in runners):
-        first = runners[0].error
+    if all(view.status == FlowState.ERROR for view in ended):
+        first = ended[0].error
         if isinstance(first, errors.GeokafkaError):
             raise first
-    return runners
+    return ended
 
 
-def _runners(topology: Topology, names: list[str], groups: int) -> tuple[list[FlowRunner], dict[str, errors.GeokafkaError]]:
+def _runners(topology: Topology, names: list[str], groups: int,
+             stores: StateStores) -> tuple[list[FlowRunner], dict[str, errors.GeokafkaError]]:
     """A runner per flow; a flow whose clients cannot even be made (a CA file that is not there) is that flow's
     error, said once, and the others run."""
     runners: list[FlowRunner] = []
     broken: dict[str, errors.GeokafkaError] = {}
     for name in names:
         try:
-            runners.append(FlowRunner(topology, name, group_count=groups))
+            store = stores.of(connection(topology, topology.flows[name].target))
+            runners.append(FlowRunner(topology, name, group_count=groups, store=store))
         except errors.GeokafkaError as exc:
             broken[name] = exc
             log.error("flow %s cannot run: %s", name, exc)
     return runners, broken
 
 
-def _wait_for(supervisors: list[FlowSupervisor], timeout_s: float) -> None:
-    """Every flow stopped (side by side: each may wait on its query), or the time is up."""
+def _wait_for(supervisors: list[FlowSupervisor], timeout_s: float) -> list[RunnerView]:
+    """Every flow stopped (side by side: each may wait on its query), or the time is up; how each ended."""
     deadline = time.monotonic() + timeout_s
     for supervisor in supervisors:
         supervisor.done.wait(max(0.0, deadline - time.monotonic()))
-    late = [s.runner for s in supervisors if not s.done.is_set()]
-    for runner in late:
-        # its start still waits on a cluster that does not answer: it ends as what it is (a flow that never
-        # replicated and was retrying is an error, with its reason), not as the state it was stopped in
-        runner.machine.final_state()
+    # a late flow's start still waits on a cluster that does not answer: it ends as what it is (a flow that never
+    # replicated and was retrying is an error, with its reason), not as the state it was stopped in; its runner is
+    # its supervisor's still, so only its view says so
+    for supervisor in supervisors:
+        if supervisor.done.is_set():
+            supervisor.runner.settle()  # its supervisor is gone: what was posted after its last tick (Spark's death)
+    ended = [s.runner.view if s.done.is_set() else s.runner.view.ended() for s in supervisors]
+    late = [s.runner.name for s in supervisors if not s.done.is_set()]
     if late:
         log.warning("flows %s did not stop within %.0f s; their writers are fenced by the next start or by "
-                    "failover", ", ".join(r.name for r in late), timeout_s)
+                    "failover", ", ".join(late), timeout_s)
+    return ended
 
 
 _STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
@@ -224,7 +232,7 @@ def _first_mode(spark: Any, modes: ModeWatch, master: str, runners: list[FlowRun
         modes.mode = MICRO_BATCH
         log.warning("real-time mode needs a task slot for each of the %d partition groups, and this Spark application "
                     "has %s: running micro-batches until it has them (give the master more cores, or set "
-                    "pipeline.groups lower)", modes.needed, _slots(slots))
+                    "pipeline.partition_groups lower)", modes.needed, _slots(slots))
         for runner in runners:
             runner.run_in(MICRO_BATCH)
 

@@ -24,6 +24,7 @@ from geokafka import contract, errors
 from geokafka.control.connection import ClusterConnection
 from geokafka.pipeline.assignment import Assignment
 from geokafka.pipeline.failures import classify
+from geokafka.pipeline.spark_log import STOPS
 from geokafka.pipeline.spark_session import is_local
 from geokafka.topology.schema import Flow, Pipeline, Transform
 
@@ -59,6 +60,14 @@ def source_options(source: ClusterConnection, assignment: Assignment, flow: Flow
     }
 
 
+def writer_config(flow: Flow, pipeline: Pipeline) -> dict[str, str]:
+    """The Java producer settings of a flow's writer: the pipeline's ``producer_config`` with the flow's
+    compression (its own ``compression``, else the pipeline's ``compression.type``, else the contract's default)."""
+    config = dict(pipeline.producer_config)
+    config["compression.type"] = flow.compression or config.get("compression.type") or contract.WRITER_COMPRESSION
+    return config
+
+
 def sink_options(query_key: str, flow_name: str, flow: Flow, pipeline: Pipeline, target: ClusterConnection,
                  assignment: Assignment, topic_map: dict[str, str], max_message_bytes: dict[str, int],
                  reports: tuple[str, str] = ("", "")) -> dict[str, str]:
@@ -74,7 +83,7 @@ def sink_options(query_key: str, flow_name: str, flow: Flow, pipeline: Pipeline,
     return {
         name("flow"): flow_name, name("source_cluster"): flow.source, name("target_cluster"): flow.target,
         name("query_key"): query_key, name("target_config"): json.dumps(target.java_client()),
-        name("producer_config"): json.dumps(pipeline.producer_config), name("topic_map"): json.dumps(topic_map),
+        name("producer_config"): json.dumps(writer_config(flow, pipeline)), name("topic_map"): json.dumps(topic_map),
         name("groups"): json.dumps(assignment.groups), name("generation"): str(assignment.generation),
         name("expected"): json.dumps({k: [n, h] for k, (n, h) in assignment.expected.items()}),
         name("state_floor"): str(assignment.state_floor),
@@ -251,7 +260,8 @@ class FlowQuery:
         """
         try:
             self.poll()
-            self.query.stop()
+            with STOPS.stopping():  # its tasks' interrupts are no errors (see geokafka.pipeline.spark_log)
+                self.query.stop()
         except Exception as exc:  # noqa: BLE001 - a stuck query must not stall the runner
             if self._spark_stopped(exc):
                 log.info("flow %s: Spark had stopped already (its shutdown hook stops the query)", self.flow_name)

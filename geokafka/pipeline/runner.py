@@ -16,25 +16,26 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import socket
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from geokafka import contract, errors
 from geokafka.control.connection import connection
-from geokafka.control.state_store import StateStore, state_store
+from geokafka.control.flow_states import FlowState
+from geokafka.control.state_store import KafkaStateStore, StateStore
 from geokafka.control.topic_identity import recreations
 from geokafka.control.topic_sync import TopicPair
 from geokafka.pipeline.assignment import data_loss_error, find_gaps
 from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.flow_jobs import FlowJobs, FlowSignals
-from geokafka.pipeline.flow_machine import FlowMachine, loss_outcome
+from geokafka.pipeline.flow_machine import FlowMachine, ended_state, loss_outcome
 from geokafka.pipeline.flow_start import FlowStarter, Prepared
 from geokafka.pipeline.repeated_failure import RepeatedFailure
-from geokafka.pipeline.schedule import FlowState
 from geokafka.pipeline.scheduler import Scheduler, ThreadScheduler
 from geokafka.pipeline.slots import Mode
 from geokafka.pipeline.startup import StartupTimeline
@@ -82,9 +83,58 @@ class PartitionProgress:
     updated_at: float = 0.0
 
 
+@dataclass(frozen=True)
+class RunnerView:
+    """A flow's runner as every other thread sees it (the console, the mirror's loop, the flow's own jobs):
+    published by the runner's owner after each tick and never changed; a newer one replaces it whole."""
+
+    name: str
+    status: FlowState
+    error: errors.GeokafkaError | None
+    restarts: int
+    mode: Mode
+    replicating: bool
+    writing: bool
+    ever_started: bool
+    pairs: list[TopicPair]
+    topic_ids: Mapping[str, str]
+    progress: Mapping[tuple[str, int], PartitionProgress]
+    """Copies: the runner's own entries change as commits are reported."""
+    counters: Mapping[str, Any]
+    job_runs_by_name: Mapping[str, int]
+    startup: Mapping[str, Any]
+
+    @property
+    def recorded_state(self) -> str:
+        """What the heartbeat records."""
+        return str(self.status)
+
+    def summary(self) -> dict[str, Any]:
+        """The mirror's counters and identity, as the heartbeat records them."""
+        return dict(self.counters)
+
+    @property
+    def gaps_skipped(self) -> int:
+        """Records of source gaps skipped (``skip_gaps``)."""
+        return int(self.counters.get("gaps_skipped", 0))
+
+    def job_runs(self, name: str) -> int:
+        """How many times the flow's periodic job ``name`` had run when this view was published."""
+        return self.job_runs_by_name.get(name, 0)
+
+    def ended(self) -> RunnerView:
+        """What this flow ends as if its runner never gets to stop it (a start still waiting on a cluster that does
+        not answer when the mirror stops): see :func:`~geokafka.pipeline.flow_machine.ended_state`."""
+        return replace(self, status=ended_state(self.status, self.error, self.ever_started))
+
+
 @dataclass
 class FlowRunner:
     """Runs one flow's query and keeps it healthy (see the module's doc).
+
+    One owner: the thread that ticks it (its supervisor) is the only one that changes it. Other threads post to it
+    (:meth:`post_failure`, :meth:`spark_started`, :meth:`run_in`, :meth:`request_stop`) and read :attr:`view`, an
+    immutable :class:`RunnerView` published after each tick.
 
     ``clock`` (monotonic seconds), ``clients``, ``store``, ``scheduler``, ``prepare`` (a start's control-plane
     half) and ``query_factory`` default to the real ones.
@@ -114,11 +164,17 @@ class FlowRunner:
         self.source = connection(self.topology, self.flow.source)
         self.target = connection(self.topology, self.flow.target)
         self._clients = self.clients or FlowClients.connect(self.topology, self.name)
-        self._store: StateStore = self.store or state_store(self.target)
+        self._own_store = self.store is None
+        """No store was given: the runner made its target's and closes it when it stops."""
+        self._store: StateStore = self.store or KafkaStateStore(self.target)
         self._scheduler = self.scheduler or ThreadScheduler(f"flow {self.name}", self.clock)
         self._prepare = self.prepare or FlowStarter(self.name, self.flow, self.target, self._clients, self._store,
                                                     self.group_count, self.startup).prepare
         self.spark_ready = threading.Event()
+        self._spark_handoff: tuple[SparkSession, float] | None = None
+        self._posted: queue.SimpleQueue[errors.GeokafkaError] = queue.SimpleQueue()
+        self._changed: set[tuple[str, int]] = set()
+        """Progress entries changed since the last view was published."""
         self._stopping = threading.Event()
         self._signals = FlowSignals()
         self._query: RunningQuery | None = None
@@ -131,6 +187,7 @@ class FlowRunner:
         # works again when a commit is reported: a start that succeeds can still fail its first batch
         self._replication = RepeatedFailure(log, f"flow {self.name}: replication",
                                             f"with backoff up to {self.machine.backoff.max_s:g}s")
+        self.view = self._published()
 
     # -- what the mirror, the console and the jobs read ----------------------------------------
 
@@ -185,6 +242,29 @@ class FlowRunner:
         job = self._scheduler.jobs.get(name)
         return 0 if job is None else job.runs
 
+    def _published(self) -> RunnerView:
+        """This runner as it is now, for other threads (see :class:`RunnerView`)."""
+        return RunnerView(
+            name=self.name, status=self.status, error=self.error, restarts=self.restarts, mode=self._mode,
+            replicating=self.replicating, writing=self.writing, ever_started=self.machine.ever_started,
+            pairs=list(self._pairs), topic_ids=dict(self._topic_ids),
+            progress=self._progress_copies(), counters=self.summary(),
+            job_runs_by_name={name: job.runs for name, job in self._scheduler.jobs.items()},
+            startup=self.startup.as_dict())
+
+    def _progress_copies(self) -> dict[tuple[str, int], PartitionProgress]:
+        """Copies of the progress entries for a view: the last view's, with those changed since made again (at
+        thousands of partitions a tick changes few)."""
+        previous = getattr(self, "view", None)
+        if previous is None or len(previous.progress) > len(self.progress):
+            copies = {key: replace(entry) for key, entry in self.progress.items()}
+        else:
+            copies = dict(previous.progress)
+            for key in self._changed:
+                copies[key] = replace(self.progress[key])
+        self._changed.clear()
+        return copies
+
     def summary(self) -> dict[str, Any]:
         """The mirror's counters and identity, as the heartbeat records them."""
         error = self.machine.error
@@ -205,10 +285,18 @@ class FlowRunner:
     # -- lifecycle -------------------------------------------------------------------------
 
     def tick(self) -> None:
-        """Start when due, watch the query, act on what the jobs found."""
+        """Start when due, watch the query, act on what the jobs and other threads posted; then publish the view."""
+        try:
+            self._tick()
+        finally:
+            self.view = self._published()
+
+    def _tick(self) -> None:
         if self._jobs is None:
-            self._jobs = FlowJobs(self.topology, self, self._clients, self._store, self._signals)
+            self._jobs = FlowJobs(self.topology, lambda: self.view, self._clients, self._store, self._signals)
             self._jobs.schedule(self._scheduler)
+        self._take_posted()
+        self._adopt_spark()
         now = self.clock()
         self._scheduler.run_due(now)
         machine = self.machine
@@ -246,6 +334,16 @@ class FlowRunner:
             log.info("flow %s: topic selection changed, restarting its query", self.name)
             self._restart(now)
 
+    def post_failure(self, exc: errors.GeokafkaError) -> None:
+        """From any thread: stop the flow for good with ``exc`` (Spark's JVM died under it); its owner does it at its
+        next tick, or as it stops."""
+        self._posted.put(exc)
+
+    def spark_started(self, spark: SparkSession, took_s: float) -> None:
+        """From the mirror's thread, once: Spark runs (a start waiting for it goes on)."""
+        self._spark_handoff = (spark, took_s)
+        self.spark_ready.set()
+
     def run_in(self, mode: Mode) -> None:
         """Run the query in ``mode`` from now on, restarting it if it runs in the other (from any thread)."""
         self._signals.run_in(mode)
@@ -255,20 +353,55 @@ class FlowRunner:
         self._stopping.set()
 
     def stop(self, final_state: FlowState = FlowState.STOPPED) -> None:
-        """Stop the jobs and the query, record the final state on the target when it answers, close the clients."""
+        """Stop the jobs and the query, record the final state on the target when it answers (after the last
+        heartbeat: none is written after it), close the clients."""
         self._stopping.set()
+        self._take_posted()
         self._scheduler.close()
+        if self._jobs is not None:
+            self._jobs.retire()
         self._stop_query()
+        recorded = self.machine.status == FlowState.ERROR  # written when the flow entered it, reason and all
         state = self.machine.final_state(final_state)
-        if state is not None:
+        if state is not None and not recorded:
             self._record_final_state(state, **self.summary())
         self._clients.close()
+        self.view = self._published()
+        if self._own_store:
+            self._store.close()
 
     def fail(self, exc: errors.GeokafkaError) -> None:
-        """Stop the flow for good with ``exc`` (e.g. Spark's JVM died under it)."""
+        """Stop the flow for good with ``exc`` (its owner's thread; other threads :meth:`post_failure`)."""
         self._stop_query()
         self.machine.fail(exc)
         self._record_final_state(FlowState.ERROR, **self.summary())
+        self.view = self._published()
+
+    def settle(self) -> None:
+        """Act on what was posted after the supervisor's last tick: called by whoever owns the runner once its
+        supervisor is done (the mirror, after joining it)."""
+        self._take_posted()
+
+    def _take_posted(self) -> None:
+        """Act on what other threads posted: a failure stops the flow for good. Spark's JVM dying explains any other
+        error the flow met meanwhile (a bridge to a JVM that is gone fails first): it replaces it."""
+        while True:
+            try:
+                exc = self._posted.get_nowait()
+            except queue.Empty:
+                return
+            status, current = self.machine.status, self.machine.error
+            if not status.final or (status == FlowState.ERROR and isinstance(exc, errors.JvmFatalError)
+                                    and not isinstance(current, errors.JvmFatalError)):
+                self.fail(exc)
+
+    def _adopt_spark(self) -> None:
+        """Take the session the mirror handed over (once), and the time Spark took to start. The mirror's thread
+        writes the hand-over once and never again: reading it is safe, clearing it would race that write."""
+        handoff = self._spark_handoff
+        if handoff is not None and self.spark is None:
+            self.spark, took_s = handoff
+            self.startup.took("Spark session", took_s)
 
     # -- internals -------------------------------------------------------------------------
 
@@ -288,8 +421,9 @@ class FlowRunner:
         self._pairs = list(prepared.pairs)
         self._topic_ids = dict(assignment.topic_ids)
         for key, (next_offset, _) in assignment.expected.items():
-            topic, _, partition = key.rpartition("/")
-            self.progress.setdefault((topic, int(partition)), PartitionProgress()).next_offset = next_offset
+            partition = contract.parse_partition_key(key)
+            self.progress.setdefault(partition, PartitionProgress()).next_offset = next_offset
+            self._changed.add(partition)
         if self._pairs:
             factory = self.query_factory or self._spark_query
             with self.startup.step("query start"):
@@ -313,6 +447,7 @@ class FlowRunner:
         while not self.spark_ready.wait(0.2):
             if self._stopping.is_set():
                 return None
+        self._adopt_spark()
         if self.spark is None:
             raise errors.KafkaOperationError(f"flow {self.name}: Spark did not start", retriable=True)
         wanted = self._signals.take_mode()  # the mirror's first word on the slots comes before Spark is ready
@@ -379,7 +514,10 @@ class FlowRunner:
         return data_loss_error(self.name, self.flow.source, gaps) if gaps else None
 
     def _record_final_state(self, state: str, **details: Any) -> None:
-        """Best effort: skipped at once when the target does not answer (no 15 s flush, no log flood)."""
+        """Best effort: skipped at once when the target does not answer (no 15 s flush, no log flood). The heartbeat
+        is retired first (it waits for one being written, whose view may be older than this state): this comes last."""
+        if self._jobs is not None:
+            self._jobs.retire()
         try:
             self._clients.target_probe.check_reachable()
             self._store.set_flow_state(self.name, state, **details)
@@ -397,8 +535,9 @@ class FlowRunner:
         if any(written) and self.startup.reached("first records committed"):
             log.info("flow %s: first records replicated; %s", self.name, self.startup.summary())
         for row in rows:
-            entry = self.progress.setdefault((row[_SUMMARY["topic"]], int(row[_SUMMARY["partition"]])),
-                                             PartitionProgress())
+            partition = (row[_SUMMARY["topic"]], int(row[_SUMMARY["partition"]]))
+            self._changed.add(partition)
+            entry = self.progress.setdefault(partition, PartitionProgress())
             entry.next_offset = int(row[_SUMMARY["next_offset"]])
             entry.written += int(row[_SUMMARY["written"]])
             entry.duplicates_skipped += int(row[_SUMMARY["duplicates_skipped"]])

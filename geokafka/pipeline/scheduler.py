@@ -29,10 +29,12 @@ class Job:
     """One periodic job: ``run`` every ``interval_s``, expected to take at most ``timeout_s``.
 
     With a ``cpu_share``, the job runs less often when it costs more: never more often than keeps the
-    CPU of its runs under that share of one core, whatever ``interval_s`` asks. A run's cost is the
-    process's CPU time while it ran, which includes the client threads working for it, and also whatever
-    other threads of the process did meanwhile (another flow starting, a status read): the job's cost is
-    the least of its last :data:`COST_RUNS` runs, so only a cost every run pays stretches its period.
+    CPU of its runs under that share of one core, whatever ``interval_s`` asks, and never less often than
+    ``max_period_s`` (a figure whose age matters, as the source observation's in every RPO). A run's cost is
+    ``cpu_clock``'s advance while it ran: under :class:`ThreadScheduler` the job's own thread's CPU time, so
+    neither other threads' work (another flow starting, Spark's bridge) nor a loaded machine's longer runs
+    count (the process's CPU did: at load ~17 it stretched a 250-ms observation to 4.3 s); the least of the
+    last :data:`COST_RUNS` runs, so only a cost every run pays stretches its period.
     """
 
     name: str
@@ -40,6 +42,7 @@ class Job:
     run: Callable[[], None]
     timeout_s: float
     cpu_share: float | None = None
+    max_period_s: float | None = None
     runs: int = 0
     last_took_s: float = 0.0
     long_runs: int = 0
@@ -58,7 +61,8 @@ class Job:
         """The time from one run's start to the next's: ``interval_s``, or longer to keep to ``cpu_share``."""
         if self.cpu_share is None:
             return self.interval_s
-        return max(self.interval_s, self.cpu_cost_s / self.cpu_share)
+        stretched = max(self.interval_s, self.cpu_cost_s / self.cpu_share)
+        return stretched if self.max_period_s is None else min(stretched, max(self.interval_s, self.max_period_s))
 
     def run_once(self, clock: Callable[[], float], owner: str) -> None:
         """Run now; an exception the job did not handle is logged, never raised (the job runs again)."""
@@ -77,7 +81,7 @@ class Job:
                 self.long_runs += 1
                 level = logging.WARNING if self.long_runs == 1 else logging.DEBUG
                 log.log(level, "%s: job %s took %.1f s (time-out %.1f s); it runs every %.1f s", owner, self.name,
-                        self.last_took_s, self.timeout_s, self.interval_s)
+                        self.last_took_s, self.timeout_s, self.period_s)
 
 
 class Scheduler(ABC):
@@ -89,10 +93,10 @@ class Scheduler(ABC):
         self._cpu_clock = cpu_clock
 
     def add(self, name: str, interval_s: float, run: Callable[[], None], timeout_s: float,
-            cpu_share: float | None = None) -> Job:
+            cpu_share: float | None = None, max_period_s: float | None = None) -> Job:
         """Schedule ``run`` every ``interval_s`` (the first run at once); with ``cpu_share``, less often when
-        its runs would take more than that share of a core."""
-        job = Job(name, interval_s, run, timeout_s, cpu_share, cpu_clock=self._cpu_clock)
+        its runs would take more than that share of a core, but at least every ``max_period_s``."""
+        job = Job(name, interval_s, run, timeout_s, cpu_share, max_period_s, cpu_clock=self._cpu_clock)
         self.jobs[name] = job
         self._started(job)
         return job
@@ -113,10 +117,10 @@ class Scheduler(ABC):
 
 
 class ThreadScheduler(Scheduler):
-    """Each job on a daemon thread of its own."""
+    """Each job on a daemon thread of its own; a job's CPU cost is its thread's (``time.thread_time``)."""
 
     def __init__(self, owner: str, clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(owner)
+        super().__init__(owner, time.thread_time)
         self._clock = clock
         self._stop = threading.Event()
         self._wake: dict[str, threading.Event] = {}

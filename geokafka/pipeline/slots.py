@@ -40,11 +40,11 @@ def task_slots(master: str, spark_conf: Mapping[str, str], cpus: int | None = No
 
 
 DEFAULT_GROUPS_WITHOUT_SLOTS = 2
-"""Groups per flow when neither ``pipeline.groups`` nor the master tells how many tasks run at once."""
+"""Groups per flow when neither ``pipeline.partition_groups`` nor the master tells how many tasks run at once."""
 
 
 def groups_per_flow(configured: int, slots: int | None, flows: int) -> int:
-    """``pipeline.groups`` when set, else the master's slots shared by the mirror's flows (at least 1 each)."""
+    """``pipeline.partition_groups`` when set, else the master's slots shared by the mirror's flows (at least 1 each)."""
     if configured > 0:
         return configured
     if slots is None:

@@ -3,27 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import subprocess
 import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from geokafka.artifacts.jars import sink_jar, spark_kafka_jars
 from geokafka.artifacts.spark_home import spark_home
 from geokafka.infra.orphans import adopt_orphans, reap_orphans
 from geokafka.infra.processes import LATE_OPTIMIZING_JIT, extra_jvm_options
 from geokafka.pipeline.class_archive import java_options
+from geokafka.pipeline.spark_log import STOPS, SparkLogForwarder
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-SPARK_LOG = logging.getLogger("geokafka.spark")
-"""The Spark JVM's stderr (its error log, JVM warnings, Python worker output), at info level:
-geokafka reports a flow's failure itself, once; ``--log-level info`` shows Spark's own lines."""
 _LOG4J = Path(__file__).with_name("spark-log4j2.properties")
 _DEFAULTS = {
     "spark.sql.shuffle.partitions": "4",
@@ -143,7 +140,7 @@ def shutdown_spark(timeout_s: float = 5.0) -> None:
 
     context = SparkContext._active_spark_context
     if context is not None:
-        with contextlib.suppress(Exception):  # a JVM that is gone already
+        with STOPS.stopping(), contextlib.suppress(Exception):  # a JVM that is gone already
             context.stop()
     proc = _gateway_process()
     if proc is not None and proc.poll() is None:
@@ -177,7 +174,8 @@ def _end(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
 
 
 def _start_context(builder: SparkSession.Builder) -> None:
-    """Start the JVM with its stderr piped into :data:`SPARK_LOG`, unless a SparkContext runs already.
+    """Start the JVM with its stderr piped into geokafka's log (:mod:`geokafka.pipeline.spark_log`), unless a
+    SparkContext runs already.
 
     The JVM writes to stderr before any log configuration applies ("Using incubator modules",
     printed for the ``--add-modules`` Spark's launcher always passes), so only a pipe keeps it
@@ -192,10 +190,6 @@ def _start_context(builder: SparkSession.Builder) -> None:
     conf = SparkConf(loadDefaults=False).setAll(list(builder._options.items()))
     adopt_orphans()
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
-    threading.Thread(target=_forward, args=(gateway.proc.stderr,), name="spark-stderr", daemon=True).start()
+    threading.Thread(target=SparkLogForwarder().forward, args=(gateway.proc.stderr,), name="spark-stderr",
+                     daemon=True).start()
     SparkContext(conf=conf, gateway=gateway)
-
-
-def _forward(stream: IO[bytes]) -> None:
-    for line in stream:
-        SPARK_LOG.info("spark: %s", line.decode(errors="replace").rstrip())

@@ -6,6 +6,7 @@ rejected. Secrets are never values in the file: only references to env vars or f
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -13,6 +14,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from geokafka.errors import TopologyError
+
+log = logging.getLogger(__name__)
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,39}$"
 Name = Annotated[str, Field(pattern=_NAME)]
@@ -32,6 +35,27 @@ the stretch drill's nodes run at 256.
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+RENAMED_PIPELINE_KEYS = {"groups": ("partition_groups", "a flow's groups are its consumer groups")}
+"""Old pipeline keys: their new names, and why they changed. Still read, with a warning."""
+
+
+def renamed_keys(data: Any, renamed: dict[str, tuple[str, str]], where: str) -> Any:
+    """``data`` with each old key of ``renamed`` under its new name, said as a one-line warning; an error when
+    both names are given."""
+    if not isinstance(data, dict) or not renamed.keys() & data.keys():
+        return data
+    data = dict(data)
+    for old, (new, why) in renamed.items():
+        if old not in data:
+            continue
+        if new in data:
+            raise ValueError(f"{old} is the old name of {new}: give {new} only")
+        log.warning("topology: %s.%s is now %s.%s (%s); read as %s, rename it in the file", where, old, where, new,
+                    why, new)
+        data[new] = data.pop(old)
+    return data
 
 
 def _check_regexes(patterns: list[str]) -> list[str]:
@@ -232,6 +256,10 @@ class Flow(_Model):
     start: Literal["earliest", "latest"] = Field("earliest", description="where a never-replicated partition starts")
     skip_gaps: bool = Field(False, description="log and count truncated ranges instead of stopping")
     transform: Transform | None = Field(None, description="record filter and field masks, as Spark SQL")
+    compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] | None = Field(None, description=(
+        "how the writer compresses the batches it sends to the target (the producer's compression.type); default: "
+        "the pipeline's producer_config compression.type if it names one, else lz4; none only for data that does "
+        "not compress (already compressed or encrypted values)"))
 
     _regexes = field_validator("topics", "exclude", "groups", "exclude_groups", "config_exclude")(_check_regexes)
 
@@ -245,6 +273,11 @@ class Flow(_Model):
 class Pipeline(_Model):
     """The Spark side: where queries run and how they batch."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: Any) -> Any:
+        return renamed_keys(data, RENAMED_PIPELINE_KEYS, "pipeline")
+
     master: str = Field("local[*]", description=(
         "Spark master: local[N] (N task threads in this process; local[*]: one per core), spark://..., k8s://..., "
         "yarn"))
@@ -253,9 +286,10 @@ class Pipeline(_Model):
         "real-time: each partition group's task runs for a whole batch (realtime_batch_s), reading records as they "
         "come and committing every commit_interval_ms (Spark's real-time mode); micro-batch: a batch every "
         "trigger_ms, its records planned up front (the fallback; needs no task slot per group)"))
-    groups: int = Field(0, ge=0, le=4096, description=(
+    partition_groups: int = Field(0, ge=0, le=4096, description=(
         "partition groups per flow: one Spark task, one consumer and one transactional producer each, over many "
-        "source partitions; 0 = the master's task slots shared by the mirror's flows (at least 1 each)"))
+        "source partitions; 0 = the master's task slots shared by the mirror's flows (at least 1 each). Formerly "
+        "`groups` (a flow's `groups` are consumer groups), still read, with a warning"))
     realtime_batch_s: float = Field(300.0, ge=5, le=86_400, description=(
         "real-time mode: how long one batch of long-running tasks lasts before Spark checkpoints and starts the "
         "next (records arriving in between wait a few hundred ms)"))
@@ -272,8 +306,8 @@ class Pipeline(_Model):
         "previous commit at the earliest instead of waiting for commit_interval_ms: records become visible within "
         "a fetch and a commit at moderate rates, while a backlog still commits once per interval"))
     producer_config: ConfigMap = Field(default_factory=dict, description=(
-        "Java producer settings of the writer (e.g. compression.type, linger.ms); transactional settings are "
-        "geokafka's"))
+        "Java producer settings of the writer (e.g. linger.ms, or compression.type for every flow that names none "
+        "itself); transactional settings are geokafka's"))
     topic_refresh_s: float = Field(30.0, gt=0, le=3600, description="how often topic selection is re-evaluated")
     spark_conf: ConfigMap = Field(default_factory=dict, description="extra Spark configuration")
     jit: Jit = Field("full", description=JIT_HELP + (
@@ -289,7 +323,8 @@ class Rpo(_Model):
         "keeps them on the target: after a disaster, records written since the last look can only be bounded, "
         "at the source's peak write rate, so a shorter interval keeps the RPO interval narrow. Looking takes "
         "at most 2% of a core: at thousands of partitions (a few microseconds of CPU each per look) the "
-        "mirror looks less often than this, says so once, and every RPO figure carries the look's age"))
+        "mirror looks less often than this, but at least every 0.75 s, says so once, and every RPO figure "
+        "carries the look's age"))
 
 
 class FailoverPolicy(_Model):

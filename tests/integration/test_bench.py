@@ -35,6 +35,7 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         for name in ("raw", "limit", "mm2", "mm2-eos", "spark-kafka", "geokafka"):
             result = run[name]
             assert result["ran"], f"{label}/{name} did not run: {result.get('reason')}"
+            assert result["compression"] == "lz4"  # every writer as geokafka's default writes (the contract's)
             assert result["records_per_s"] > 0 and result["mb_per_s"] > 0
             if name != "raw":
                 assert result["peak_threads"] > 0 and result["peak_sockets"] > 0
@@ -61,6 +62,10 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         assert row["ran"], row.get("reason")
         assert row["records_per_s"] > 0 and row["threads"] > 0 and row["sockets"] > 0 and row["peak_rss_mb"] > 0
         assert 0 <= row["p50_ms"] <= row["p99_ms"] and row["target_broker_cpu_s"] >= 0
+    for row in report["scaling"]:
+        if row["contender"] == "geokafka":  # what `geokafka status` of the running flow cost, as an operator runs it
+            status = row["status"]
+            assert status["exit"] == 0 and status["cpu_s"] > 0 and status["wall_s"] > 0 and status["lines"] > 2
     idle = [row for row in report["scaling"] if row["partitions"] == 60]
     assert all(row["idle_cpu_percent"] >= 0 and row["idle_target_broker_cpu_percent"] >= 0 for row in idle)
     assert all("__geokafka_state" in row["idle_growth_mb_per_hour"] for row in idle)

@@ -15,7 +15,6 @@ import json
 import re
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 from kafka_util import create_topic, produce, read_all
+from pipeline_util import GEOKAFKA
 
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.infra.clusters import local_cluster_specs
@@ -32,7 +32,6 @@ from geokafka.topology import load_topology
 
 pytestmark = pytest.mark.integration
 
-GEOKAFKA = Path(sys.executable).with_name("geokafka")
 KCAT = "/usr/bin/kcat"
 BIG = 27592  # brokers 27592-27594, controllers 27692-27694
 SMALL = 27792  # broker 27792, controller 27892

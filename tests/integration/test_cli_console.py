@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pipeline_util import GEOKAFKA
 
 pytestmark = pytest.mark.integration
 
-GEOKAFKA = Path(sys.executable).with_name("geokafka")
 
 VALID = """\
 clusters:

@@ -6,7 +6,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from kafka_util import create_topic, produce
-from pipeline_util import running_mirror, wait_for, with_flows
+from pipeline_util import GEOKAFKA, running_mirror, wait_for, with_flows
 from prometheus_client.parser import text_string_to_metric_families
 
 from geokafka.monitoring.dashboard import Dashboard
@@ -23,7 +22,6 @@ from geokafka.topology.schema import Topology
 pytestmark = pytest.mark.integration
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-GEOKAFKA = Path(sys.executable).with_name("geokafka")
 
 
 def fetch(url: str) -> tuple[str, str]:

@@ -86,6 +86,17 @@ class App:
             raise AssertionError(f"the application failed: {self.failure[0]!r}") from self.failure[0]
 
 
+def committed_partitions(conn: Any, group: str, topic: str) -> set[int]:
+    """The partitions of ``topic`` on which ``group`` has a committed offset at ``conn``'s cluster."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(conn.librdkafka())
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in range(PARTITIONS)])
+    answer = admin.list_consumer_group_offsets([request])[group].result(30)
+    return {tp.partition for tp in answer.topic_partitions if tp.offset >= 0}
+
+
 def first_record_at_or_after(conn: Any, topic: str, partition: int, offset: int) -> int | None:
     """Offset of the first committed record of ``topic``/``partition`` at or after ``offset`` (None: none yet)."""
     consumer = Consumer(conn.librdkafka(**{"group.id": "first-record-reader", "enable.auto.commit": False,
@@ -115,8 +126,11 @@ def test_an_application_follows_a_failover_without_a_restart(base_topology, east
         def replicated() -> int:
             return sum(p.next_offset for p in runners[flow].progress.values()) if flow in runners else 0
 
-        wait_for(lambda: app.check() or (replicated() >= 300 and len(app.consumed_at("east")) >= 300), 180,
-                 "300 records produced, consumed at east and replicated")
+        # the premise of the checks below: the group committed a position at east on every partition (a consumer
+        # fetching from two leaders under load can read 300 records of one partition before the other's first)
+        wait_for(lambda: app.check() or (replicated() >= 300 and len(app.consumed_at("east")) >= 300
+                                         and committed_partitions(east, group, topic) == set(range(PARTITIONS))),
+                 180, "300 records produced, consumed at east on every partition and replicated")
         report = failover(topology, flow)
     assert report.groups[group], report.groups
     wait_for(lambda: app.check() or (app.producer_switched_at is not None and len(app.switches) == 2), 60,

@@ -14,14 +14,14 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka_util import Rec, commit_retrying, create_topic, read_all
-from pipeline_util import wait_state_readable
+from pipeline_util import state_store, wait_state_readable
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.offsets import TargetIndex, sync_group_offsets, translate_group
 from geokafka.control.provenance import ORIGIN_HEADER, SOURCE_HEADER, SourcePosition, source_position
 from geokafka.control.state_records import Progress
-from geokafka.control.state_store import ensure_state_topic, state_store
+from geokafka.control.state_store import ensure_state_topic
 from geokafka.errors import ClusterUnreachableError
 from geokafka.topology.schema import Cluster, Flow, Topology
 

@@ -12,7 +12,6 @@ at the target's side, keeps observing it: `status` shows both views, `failover` 
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,17 +20,15 @@ from typing import Any
 import pytest
 import yaml
 from kafka_util import create_topic, numbered_records, port_base, produce
-from pipeline_util import running_mirror, wait_for, with_flows
+from pipeline_util import GEOKAFKA, running_mirror, state_store, wait_for, with_flows
 
 from geokafka.control.connection import connection
-from geokafka.control.state_store import state_store
 from geokafka.infra import netns
 from geokafka.infra.local_cluster import LocalClusterSpec, NodeSpec, start_cluster, stop_cluster
 from geokafka.topology.schema import Cluster, Topology
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
-GEOKAFKA = Path(sys.executable).with_name("geokafka")
 
 
 @pytest.fixture(scope="module")

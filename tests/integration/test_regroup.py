@@ -78,7 +78,7 @@ class Mirror:
     """``geokafka mirror regroup`` in a process group of its own, with ``groups`` partition groups."""
 
     def __init__(self, topology: dict, groups: int, tmp: Path, name: str) -> None:
-        data = {**topology, "pipeline": {**topology["pipeline"], "groups": groups}}
+        data = {**topology, "pipeline": {**topology["pipeline"], "partition_groups": groups}}
         path = tmp / f"{name}.yaml"
         path.write_text(yaml.safe_dump(data))
         self.log = tmp / f"{name}.log"

@@ -11,24 +11,22 @@ import json
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import yaml
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, wait_state_readable, with_flows
+from pipeline_util import GEOKAFKA, running_mirror, state_store, wait_for, wait_state_readable, with_flows
 from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_records import FailoverRecord, Heartbeat, Role
-from geokafka.control.state_store import ensure_state_topic, state_store
+from geokafka.control.state_store import ensure_state_topic
 from geokafka.monitoring.collect import collect_status
 from geokafka.monitoring.metrics import render_metrics
 from geokafka.monitoring.status import FlowStatus
@@ -38,7 +36,6 @@ from geokafka.topology.schema import Topology
 
 pytestmark = pytest.mark.integration
 
-GEOKAFKA = Path(sys.executable).with_name("geokafka")
 
 
 def closed_port() -> int:

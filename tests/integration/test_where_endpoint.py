@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from pipeline_util import wait_for, with_flows
+from pipeline_util import GEOKAFKA, wait_for, with_flows
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.state_store import ensure_state_topic
@@ -24,7 +23,6 @@ from geokafka.monitoring.dashboard import Dashboard
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-GEOKAFKA = Path(sys.executable).with_name("geokafka")
 
 
 def java_example() -> tuple[str, str]:

@@ -5,16 +5,21 @@ without the code following) fails. ``jvm/src/test/.../ContractTest.java`` is the
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from geokafka.contract import CONTRACT_FILE
+import pytest
+
+from geokafka.contract import CONTRACT_FILE, option_shape, parse_partition_key, partition_key
 from geokafka.control.connection import connection
 from geokafka.control.permissions import transactional_id_prefix
 from geokafka.control.provenance import ORIGIN_HEADER, SOURCE_HEADER, SourcePosition
 from geokafka.control.state_records import STATE_TOPIC, Progress
-from geokafka.control.state_store import InMemoryStateStore
+from geokafka.control.state_store import InMemoryStateStore, StateSnapshot
 from geokafka.control.topic_sync import TopicPair
-from geokafka.pipeline.assignment import Assignment
+from geokafka.pipeline.assignment import Assignment, plan_assignment
 from geokafka.pipeline.failures import KINDS, failure_error
 from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.groups import plan_generation, split_into_groups
@@ -82,6 +87,93 @@ def test_every_option_is_named_as_the_contract_says() -> None:
     assert set(roles.values()) <= set(source) and f"{prefix}bootstrap.servers" in source
     sink = sink_options("q", "f", flow, pipeline, connection(TOPOLOGY, "west"), assignment, {"orders": "east.orders"}, {})
     assert set(sink) == set(SPEC["sink_options"].values())
+
+
+def _key(topic: str, partition: int) -> str:
+    return str(SPEC["partition_key"]).format(topic=topic, partition=partition)
+
+
+def test_the_partition_key_is_the_contracts_where_the_driver_builds_the_sinks_expectations() -> None:
+    assert partition_key("orders.eu", 7) == _key("orders.eu", 7)
+    assert parse_partition_key(_key("orders.eu", 7)) == ("orders.eu", 7)
+    with pytest.raises(ValueError, match="not a partition key"):
+        parse_partition_key("orders")
+    pairs = [TopicPair("orders", "east.orders", 2)]
+    assignment = plan_assignment("f", "earliest", False, pairs, _Source(), StateSnapshot())  # type: ignore[arg-type]
+    assert set(assignment.expected) == {_key("orders", 0), _key("orders", 1)}
+    flow, pipeline = TOPOLOGY.flows["f"], TOPOLOGY.pipeline
+    sink = sink_options("q", "f", flow, pipeline, connection(TOPOLOGY, "west"), assignment, {"orders": "east.orders"}, {})
+    expected = json.loads(sink[SPEC["sink_options"]["expected"]])
+    assert {parse_partition_key(key) for key in expected} == {("orders", 0), ("orders", 1)}
+
+
+def _is_long(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_partitions(value: Any) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(t, str) and isinstance(ps, list) and all(_is_long(p) for p in ps) for t, ps in value.items())
+
+
+_JSON_SHAPES: dict[str, Callable[[Any], bool]] = {
+    "json_strings": lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in v.values()),
+    "json_longs": lambda v: isinstance(v, dict) and all(_is_long(x) for x in v.values()),
+    "json_partitions": _is_partitions,
+    "json_groups": lambda v: isinstance(v, list) and all(_is_partitions(g) for g in v),
+    "json_starting": lambda v: isinstance(v, dict) and all(
+        isinstance(ps, dict) and all(p.isdigit() and _is_long(o) for p, o in ps.items()) for ps in v.values()),
+    "json_expected": lambda v: isinstance(v, dict) and all(
+        parse_partition_key(k) and isinstance(x, list) and len(x) == 2 and all(_is_long(n) for n in x)
+        for k, x in v.items()),
+}
+
+
+def _of_shape(shape: str, value: str) -> bool:
+    if shape == "string":
+        return isinstance(value, str)
+    if shape == "long":
+        return re.fullmatch(r"-?[0-9]+", value) is not None
+    if shape == "bool":
+        return value in ("true", "false")
+    return _JSON_SHAPES[shape](json.loads(value))
+
+
+def test_every_option_has_a_declared_shape_and_the_driver_writes_it_so() -> None:
+    shapes = SPEC["option_shapes"]
+    assert set(shapes["shapes"]) == {"string", "long", "bool", *_JSON_SHAPES}
+    for section in ("source_options", "sink_options"):
+        assert set(shapes[section]) == set(SPEC[section]), section
+        assert all(option_shape(section, role) == shape for role, shape in shapes[section].items())
+    flow, pipeline = TOPOLOGY.flows["f"], TOPOLOGY.pipeline
+    assignment = Assignment([TopicPair("orders", "east.orders", 2)], groups=[{"orders": [0]}, {"orders": [1]}])
+    assignment.starting = {"orders": {"0": 5, "1": -2}}
+    assignment.expected = {_key("orders", 0): (5, 0), _key("orders", 1): (-1, 0)}
+    source = source_options(connection(TOPOLOGY, "east"), assignment, flow, pipeline)
+    sink = sink_options("q", "f", flow, pipeline, connection(TOPOLOGY, "west"), assignment, {"orders": "east.orders"},
+                        {"east.orders": 1_000_000}, ("127.0.0.1:5", "token"))
+    prefix = SPEC["source_options"]["client_prefix"]
+    for name, value in source.items():
+        if name.startswith(prefix):
+            assert _of_shape(shapes["source_options"]["client_prefix"], value), name
+    for section, options in (("source_options", source), ("sink_options", sink)):
+        for role, shape in shapes[section].items():
+            name = SPEC[section][role]
+            if role != "client_prefix":
+                assert _of_shape(shape, options[name]), f"{section}.{role} = {options[name]!r} is not {shape}"
+
+
+class _Source:
+    """A source cluster's admin whose partitions all start at 0 and end at 10, never re-created."""
+
+    class conn:  # stands for ClusterAdmin.conn
+        name = "east"
+
+    def log_ranges(self, partitions: dict[str, int]) -> dict[str, dict[int, tuple[int, int]]]:
+        return {topic: {p: (0, 10) for p in range(count)} for topic, count in partitions.items()}
+
+    def topic_ids(self, topics: list[str]) -> dict[str, str]:
+        return {}
 
 
 def test_the_runner_reads_commit_reports_by_the_contracts_names() -> None:

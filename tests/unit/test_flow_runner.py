@@ -11,16 +11,17 @@ from typing import Any
 import pytest
 
 from geokafka import errors
+from geokafka.control.flow_states import FlowState
 from geokafka.control.state_records import Progress, Role
 from geokafka.control.state_store import InMemoryStateStore
 from geokafka.control.topic_sync import TopicPair
 from geokafka.pipeline.assignment import Assignment
+from geokafka.pipeline.backoff import Backoff
 from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.flow_machine import FlowMachine, loss_outcome
 from geokafka.pipeline.flow_start import Prepared
 from geokafka.pipeline.mirror import FlowSupervisor
 from geokafka.pipeline.runner import BatchCallback, FlowRunner
-from geokafka.pipeline.schedule import Backoff, Every, FlowState
 from geokafka.pipeline.scheduler import ManualScheduler, ThreadScheduler
 from geokafka.topology import parse_topology
 
@@ -55,6 +56,9 @@ class FakeAdmin:
 
     def log_ranges(self, partitions: dict[str, int]) -> dict[str, dict[int, tuple[int, int]]]:
         return {t: self.ranges[t] for t in partitions}
+
+    def offsets(self, partitions: list[tuple[str, int]], timeout_s: float) -> dict[tuple[str, int], int]:
+        return {(t, p): self.ranges[t][p][1] for t, p in partitions}
 
     def close(self) -> None:
         self.closed = True
@@ -108,9 +112,9 @@ class Harness:
             flow = topology.flows["f"].model_copy(update={"skip_gaps": True})
             topology = topology.model_copy(update={"flows": {"f": flow}})
         clients = FlowClients(self.admin, self.admin, self.admin, self.admin)  # type: ignore[arg-type]
+        self.scheduler = ManualScheduler("flow f", self.clock)
         self.runner = FlowRunner(topology, "f", clock=self.clock, clients=clients, store=self.store,
-                                 scheduler=ManualScheduler("flow f", self.clock), prepare=self.prepare,
-                                 query_factory=self.query)
+                                 scheduler=self.scheduler, prepare=self.prepare, query_factory=self.query)
 
     def prepare(self) -> Prepared:
         self.attempts.append(self.clock.now)
@@ -279,10 +283,7 @@ def test_the_machine_gives_up_with_the_reason_of_a_flow_that_never_started() -> 
     assert machine.final_state() is None
 
 
-def test_every_and_backoff() -> None:
-    job = Every(5.0)
-    assert not job.ever_run and job.take(0.0) and job.ever_run
-    assert not job.take(4.9) and job.take(5.0) and job.take(5.1, force=True)
+def test_backoff() -> None:
     backoff = Backoff()
     assert [backoff.schedule(0.0) for _ in range(7)] == [1, 2, 4, 8, 16, 30, 30]
     backoff.reset()
@@ -375,6 +376,65 @@ def test_another_threads_burst_of_cpu_does_not_slow_a_job_with_a_cpu_share() -> 
         now[0] = round(now[0] + 0.05, 3)
         scheduler.run_due(now[0])
     assert job.runs == 40 and job.period_s == 0.25
+
+
+def test_a_job_with_a_cpu_share_still_runs_every_max_period_however_much_a_run_costs() -> None:
+    """The source observation: its age bounds the RPO at a site's death, so a costly look stretches it to
+    ``max_period_s`` at most."""
+    now, cpu = [0.0], [0.0]
+
+    def look() -> None:
+        cpu[0] += 0.050  # a look at many partitions: 50 ms, which 2% of a core would run every 2.5 s
+
+    scheduler = ManualScheduler("flow f", lambda: now[0], cpu_clock=lambda: cpu[0])
+    job = scheduler.add("observe", 0.25, look, timeout_s=1.0, cpu_share=0.02, max_period_s=0.75)
+    gaps, last = [], 0.0
+    while now[0] < 20.0:
+        now[0] = round(now[0] + 0.05, 3)
+        before = job.runs
+        scheduler.run_due(now[0])
+        if job.runs > before:
+            gaps.append(now[0] - last)
+            last = now[0]
+    assert job.period_s == 0.75 and max(gaps) <= 0.75 + 0.05 and gaps[-1] == pytest.approx(0.75)
+
+
+def test_a_thread_schedulers_job_pays_only_its_own_threads_cpu() -> None:
+    """A job that waits (a look at a slow source) while another thread of the process burns CPU costs nothing: the
+    process's CPU time would have made it look costly and run it less often."""
+    from geokafka.pipeline.scheduler import ThreadScheduler
+
+    burning, done = threading.Event(), threading.Event()
+
+    def burn() -> None:
+        burning.set()
+        while not done.is_set():
+            sum(range(10_000))
+
+    process_cpu_at_start = time.process_time()
+
+    def waiting_look() -> None:  # waits while the burner burns 0.15 s of CPU, however loaded the machine is
+        burning.wait(5)
+        deadline = time.monotonic() + 20
+        while time.process_time() - process_cpu_at_start < 0.15 and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    burner = threading.Thread(target=burn, daemon=True)
+    scheduler = ThreadScheduler("flow f")
+    try:
+        burner.start()
+        job = scheduler.add("observe", 60.0, waiting_look, timeout_s=5.0, cpu_share=0.02)
+        deadline = time.monotonic() + 30
+        while job.runs < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert job.runs == 1
+        process_cpu_meanwhile = time.process_time() - process_cpu_at_start
+    finally:
+        done.set()
+        scheduler.close()
+        burner.join(5)
+    assert process_cpu_meanwhile > 0.1  # the premise: the process was busy while the job ran
+    assert job.cpu_cost_s < 0.05 and job.period_s == 60.0
 
 
 def test_one_flows_unexpected_failure_is_that_flows_state_not_the_processes() -> None:
@@ -470,8 +530,10 @@ def test_a_target_down_for_long_is_warned_once_by_the_heartbeat_and_its_return_s
     store.down = False
     h.tick_for(5)
     assert said(caplog, "geokafka.pipeline.flow_jobs") == [
+        ("INFO", "flow f: jobs run every: heartbeat 5 s, observe 250 ms (rpo.observe_ms), topic-ids 1 s, selection 30 s "
+                 "(pipeline.topic_refresh_s), sync 10 s (sync_interval_s)"),
         ("WARNING", "flow f: heartbeat failed: cluster west (127.0.0.1:2) did not answer: reading its state topic "
-                    "(retried every 5s; said again when it works or fails otherwise)"),
+                    "(retried every 5 s; said again when it works or fails otherwise)"),
         ("WARNING", "flow f: heartbeat works again after 60 failures"),
     ]
     beat = store.read().heartbeat("f")
@@ -510,8 +572,159 @@ def test_a_flow_whose_start_outlasts_the_stop_ends_as_the_error_it_was_retrying(
     never.start_failed(unreachable, now=0.0)
     once.started()
     once.query_failed(unreachable, now=1.0)
-    late = [SimpleNamespace(done=threading.Event(), runner=SimpleNamespace(name=name, machine=machine))
+    from geokafka.pipeline.runner import RunnerView
+
+    def view(name: str, machine: FlowMachine) -> RunnerView:
+        return RunnerView(name, machine.shown, machine.error, machine.restarts, "real-time", False, False,
+                          machine.ever_started, [], {}, {}, {}, {}, {})
+
+    late = [SimpleNamespace(done=threading.Event(), runner=SimpleNamespace(name=name, view=view(name, machine)))
             for name, machine in (("never", never), ("once", once))]
-    mirror._wait_for(late, timeout_s=0.01)  # type: ignore[arg-type]
-    assert (never.shown, never.error) == (FlowState.ERROR, unreachable)
-    assert once.shown == FlowState.STOPPED
+    ended = mirror._wait_for(late, timeout_s=0.01)  # type: ignore[arg-type]
+    assert [(v.name, v.status, v.error) for v in ended] == [("never", FlowState.ERROR, unreachable),
+                                                           ("once", FlowState.STOPPED, unreachable)]
+    assert (never.shown, once.shown) == (FlowState.RETRYING, FlowState.RETRYING)  # their owners' state: untouched
+
+
+def test_a_failure_posted_from_another_thread_is_acted_on_by_the_runners_owner() -> None:
+    """The mirror's thread posts Spark's death; the runner's own tick stops the flow and records why, and the view
+    other threads read says so only once it happened."""
+    h = Harness([None])
+    h.tick_for(2)
+    assert h.runner.view.status == FlowState.RUNNING
+    dead = errors.JvmFatalError("Spark's JVM exited with status 137 under the running flows")
+    poster = threading.Thread(target=h.runner.post_failure, args=(dead,))
+    poster.start()
+    poster.join(5)
+    assert h.runner.status == FlowState.RUNNING and h.runner.view.status == FlowState.RUNNING  # not its to change
+    h.runner.tick()
+    assert (h.runner.status, h.runner.error) == (FlowState.ERROR, dead) and h.runner.view.status == FlowState.ERROR
+    assert h.queries[-1].stopped
+    heartbeat = h.store.read().heartbeat("f")
+    assert heartbeat is not None and heartbeat.state == "error" and "status 137" in heartbeat.details["reason"]
+
+
+def test_a_failure_posted_as_the_mirror_stops_is_the_flows_final_state_written_once() -> None:
+    class CountingStore(InMemoryStateStore):
+        def __init__(self) -> None:
+            super().__init__("west")
+            self.states: list[str] = []
+
+        def set_flow_state(self, flow: str, state: str, **details: Any) -> None:
+            self.states.append(state)
+            super().set_flow_state(flow, state, **details)
+
+    store = CountingStore()
+    h = Harness([None], store=store)
+    h.tick_for(2)
+    h.runner.post_failure(errors.JvmFatalError("Spark's JVM ran out of memory"))
+    h.runner.stop()  # the supervisor's stop, with no tick between
+    heartbeat = h.store.read().heartbeat("f")
+    assert h.runner.view.status == FlowState.ERROR and heartbeat is not None and heartbeat.state == "error"
+    assert store.states.count("error") == 1, store.states
+
+
+def test_no_heartbeat_is_written_after_the_final_state() -> None:
+    """A heartbeat mid-write when the flow stops (its target slow to acknowledge) finishes before the runner writes
+    its final state, and none is written after it: `status` never shows a stopped flow running."""
+    from geokafka.pipeline.flow_jobs import FlowJobs, FlowSignals
+
+    class SlowStore(InMemoryStateStore):
+        def __init__(self) -> None:
+            super().__init__("west")
+            self.entered, self.release = threading.Event(), threading.Event()
+
+        def set_flow_state(self, flow: str, state: str, **details: Any) -> None:
+            if state == "running":
+                self.entered.set()
+                self.release.wait(10)
+            super().set_flow_state(flow, state, **details)
+
+    store = SlowStore()
+    h = Harness([None], store=store)
+    jobs = FlowJobs(TOPOLOGY, lambda: h.runner.view, FlowClients(None, None, None, None),  # type: ignore[arg-type]
+                    store, FlowSignals())
+    h.tick_for(1)  # the runner runs: its view says so
+    beat = threading.Thread(target=jobs.heartbeat)
+    beat.start()
+    assert store.entered.wait(10)
+
+    def final() -> None:
+        jobs.retire()
+        store.set_flow_state("f", "stopped")
+
+    stopper = threading.Thread(target=final)
+    stopper.start()
+    stopper.join(0.3)
+    assert stopper.is_alive()  # the final state waits for the heartbeat being written
+    store.release.set()
+    beat.join(10)
+    stopper.join(10)
+    jobs.heartbeat()  # a job that runs once more after the stop writes nothing
+    heartbeat = store.read().heartbeat("f")
+    assert heartbeat is not None and heartbeat.state == "stopped"
+
+
+def test_a_heartbeat_mid_write_when_the_flow_fails_is_written_before_its_error() -> None:
+    """The heartbeat read the runner's view (running) and is writing it, slowly, when the query fails for good: the
+    error the runner records waits for that write and comes last; `status` never shows the failed flow running."""
+
+    class SlowStore(InMemoryStateStore):
+        def __init__(self) -> None:
+            super().__init__("west")
+            self.armed, self.entered, self.release = False, threading.Event(), threading.Event()
+
+        def set_flow_state(self, flow: str, state: str, **details: Any) -> None:
+            if self.armed and state == "running":
+                self.entered.set()
+                self.release.wait(10)
+            super().set_flow_state(flow, state, **details)
+
+    store = SlowStore()
+    h = Harness([None], store=store)
+    h.tick_for(1)
+    store.armed = True
+    beat = threading.Thread(target=h.scheduler.run_now, args=("heartbeat",))
+    beat.start()
+    assert store.entered.wait(10)  # a heartbeat of the running flow is being written
+    h.queries[-1].failure = errors.KafkaOperationError("the target refused the topic", retriable=False)
+    supervisor = threading.Thread(target=h.runner.tick)
+    supervisor.start()
+    supervisor.join(0.3)
+    store.release.set()
+    beat.join(10)
+    supervisor.join(10)
+    heartbeat = store.read().heartbeat("f")
+    assert h.runner.view.status == FlowState.ERROR
+    assert heartbeat is not None and heartbeat.state == "error", heartbeat
+
+
+def test_spark_dying_explains_the_error_the_flow_met_first_and_is_recorded_after_its_supervisor_ended() -> None:
+    """Spark's JVM gone: the runner's own tick fails first on the bridge to it; the mirror then sees the JVM's exit and
+    posts it after the supervisor stopped the flow. Its owner (the mirror, once the supervisor is done) settles the
+    runner: the JVM's death is the recorded reason. A later, lesser failure does not replace an error."""
+    h = Harness([None])
+    h.tick_for(2)
+    h.runner.fail(errors.GeokafkaError("flow f: Py4JNetworkError: Error while sending or receiving"))
+    h.runner.stop()
+    oom = errors.JvmFatalError("Spark's JVM ran out of memory (java.lang.OutOfMemoryError) and exited")
+    h.runner.post_failure(oom)
+    h.runner.post_failure(errors.KafkaOperationError("cluster west did not answer", retriable=True))
+    h.runner.settle()
+    heartbeat = h.store.read().heartbeat("f")
+    assert h.runner.view.error is oom and heartbeat is not None and heartbeat.state == "error"
+    assert "OutOfMemoryError" in heartbeat.details["reason"]
+
+
+def test_the_view_holds_copies_of_the_progress_and_a_tick_publishes_what_changed() -> None:
+    h = Harness([None])
+    h.tick_for(1)
+    before = h.runner.view
+    assert before.progress[("orders", 0)].written == 0
+    h.on_batch(1, [{"topic": "orders", "partition": 0, "next_offset": 7, "written": 7, "duplicates_skipped": 0,
+                    "bytes": 70, "last_timestamp": -1}])
+    assert before.progress[("orders", 0)].written == 0  # a published view never changes
+    h.runner.tick()
+    after = h.runner.view
+    assert (after.progress[("orders", 0)].written, after.progress[("orders", 0)].next_offset) == (7, 7)
+    assert after.summary()["written"] == 7 and after.progress[("orders", 0)] is not h.runner.progress[("orders", 0)]

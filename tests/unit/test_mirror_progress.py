@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from geokafka import errors
 from geokafka.cli.mirror_cmd import LineProgress
+from geokafka.control.flow_states import FlowState
 from geokafka.pipeline.runner import PartitionProgress
-from geokafka.pipeline.schedule import FlowState
 
 
 class Runner:

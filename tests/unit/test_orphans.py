@@ -13,9 +13,10 @@ import pytest
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's child subreaper")
 
 # a child that forks a helper, then becomes ``sleep``: sleep never waits for the helper, which exits once it is
-# an orphan (its parent changed), so it always outlives its first parent (a helper that ended first could be
-# reaped by bash before its exec, on a busy machine); the script prints the zombies it had, how many it reaped
-# and how many are left
+# an orphan (its parent is no longer bash's pid, handed to it as an argument: a helper that reads its parent
+# itself may start, on a busy machine, after sleep ended and so wait for a change that never comes), so it
+# always outlives its first parent (a helper that ended first could be reaped by bash before its exec); the
+# script prints the zombies it had, how many it reaped and how many are left
 _SCRIPT = textwrap.dedent("""
     import os, subprocess, sys, time
     from pathlib import Path
@@ -33,8 +34,9 @@ _SCRIPT = textwrap.dedent("""
         return found
 
     adopt_orphans()
-    helper = "import os, time; first = os.getppid(); any(time.sleep(0.01) for _ in iter(lambda: os.getppid() == first, False))"
-    subprocess.run(["bash", "-c", f"{sys.executable} -c '{helper}' & exec sleep 0.3"], check=True)
+    helper = ("import os, sys, time; first = int(sys.argv[1]); "
+              "any(time.sleep(0.01) for _ in iter(lambda: os.getppid() == first, False))")
+    subprocess.run(["bash", "-c", f"{sys.executable} -c '{helper}' $$ & exec sleep 0.3"], check=True)
     deadline = time.monotonic() + 20
     while not zombies() and time.monotonic() < deadline:
         time.sleep(0.01)

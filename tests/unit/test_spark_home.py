@@ -46,3 +46,13 @@ def test_a_home_is_made_once_per_set_of_jars(pyspark_like: Path) -> None:
 def test_a_spark_home_the_user_set_is_used_as_it_is(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "their-spark"))
     assert spark_home.spark_home() == tmp_path / "their-spark"
+
+
+def test_the_trimmed_home_is_used_only_once_built(pyspark_like: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed wheel builds nothing at run time: without the trimmed home (``./run`` builds it) the driver
+    starts from pyspark's own, and nothing is written to the cache."""
+    monkeypatch.setattr(spark_home, "pyspark_home", lambda: pyspark_like)
+    assert spark_home.spark_home() == pyspark_like
+    assert not (pyspark_like.parent / "cache").exists()
+    built = spark_home.trimmed_home(pyspark_like)
+    assert spark_home.spark_home() == built

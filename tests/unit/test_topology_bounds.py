@@ -19,14 +19,14 @@ from geokafka.topology import check_topology_text, load_topology, parse_topology
 from geokafka.topology._yaml import MAX_DEPTH, MAX_FILE_BYTES, MAX_VALUES
 from geokafka.topology.schema import MAX_PLAN_OUTCOMES, MAX_STRETCH_PARTITIONS
 
-FAST_S = 1.0  # "well under a second" on a quiet machine; typical is a few ms
+FAST_S = 1.0  # of its own CPU (a loaded machine stretches wall time, not this): "well under a second"; typical is a few ms
 
 
 def refused(path: Path | str) -> tuple[str, float]:
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     with pytest.raises(TopologyError) as caught:
         load_topology(path)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.thread_time() - t0
     message = str(caught.value)
     assert "\n" not in message
     assert caught.value.exit_code == 2
@@ -105,9 +105,9 @@ def test_aliases_count_once_and_do_not_expand() -> None:
     # a "billion laughs" of aliases: 9 levels of 9 references; it is refused by the schema, fast
     lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
     lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     checked = check_topology_text("\n".join(lines) + "\nclusters: {}\n", "laughs.yaml")
-    assert time.perf_counter() - t0 < FAST_S
+    assert time.thread_time() - t0 < FAST_S
     assert checked.problems[0].what == "unknown key"
 
 
@@ -139,10 +139,10 @@ def stretch(dcs: int, brokers: int, topics: dict[str, int]) -> str:
 def test_a_plan_that_would_explode_is_refused_by_the_schema() -> None:
     # 3 DCs x 8 brokers: 3 + 24 + 3 = 30 failure cases; 30 x 10,000 partitions > 250,000
     text = stretch(3, 8, {"a": 5000, "b": 5000})
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     with pytest.raises(TopologyError) as caught:
         parse_topology(text, "t.yaml")
-    assert time.perf_counter() - t0 < FAST_S
+    assert time.thread_time() - t0 < FAST_S
     assert str(caught.value) == (
         "t.yaml:1: stretch: a plan would judge 30 failures x 10,000 partitions = 300,000 outcomes, more than "
         "250,000; verdicts do not change with more partitions than a few per broker, so plan with fewer")
@@ -169,7 +169,7 @@ def test_the_largest_plan_allowed_is_planned_in_seconds() -> None:
 
     topology = parse_topology(stretch(5, 3, {"a": 5000, "b": 5000}))
     assert topology.stretch is not None
-    t0 = time.perf_counter()
+    t0 = time.thread_time()  # its own CPU, which the machine's load does not stretch
     plan = plan_stretch(topology.stretch)  # (5 DCs + 15 brokers + 5 controllers) x 10,000 partitions = 250,000
     assert len(plan.dc_verdicts) == 5 and len(plan.node_verdicts) == 20
-    assert time.perf_counter() - t0 < 10  # about 2 s here
+    assert time.thread_time() - t0 < 10  # about 2 s of CPU here

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -75,7 +76,7 @@ def test_defaults() -> None:
     assert topology.clusters["a"].security.protocol == "PLAINTEXT"
     assert topology.clusters["a"].local is None
     assert topology.pipeline.state_dir == Path(".geokafka/state")
-    assert topology.pipeline.groups == 0  # the master's task slots, shared by the mirror's flows
+    assert topology.pipeline.partition_groups == 0  # the master's task slots, shared by the mirror's flows
     assert (topology.pipeline.master, topology.pipeline.mode) == ("local[*]", "real-time")
     assert topology.stretch is None
 
@@ -227,3 +228,24 @@ def test_every_topology_field_has_a_description() -> None:
                if issubclass(cls, pydantic.BaseModel) and cls.__module__ == schema.__name__
                for field, info in cls.model_fields.items() if not info.description]
     assert missing == []
+
+
+def test_partition_groups_and_the_old_key_that_is_still_read_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """``pipeline.groups`` was the partition groups' key, beside a flow's ``groups`` (consumer groups)."""
+    base = "clusters: {a: {bootstrap: 'h:9092'}, b: {bootstrap: 'h:9093'}}\nflows: {f: {source: a, target: b, " \
+           "groups: ['orders-.*']}}\n"
+    with caplog.at_level(logging.WARNING, logger="geokafka.topology"):
+        renamed = parse_topology(base + "pipeline: {partition_groups: 3}")
+    assert renamed.pipeline.partition_groups == 3 and renamed.flows["f"].groups == ["orders-.*"]
+    assert not caplog.records
+    with caplog.at_level(logging.WARNING, logger="geokafka.topology"):
+        old = parse_topology(base + "pipeline: {groups: 3}")
+    assert old == renamed
+    assert [r.getMessage() for r in caplog.records] == [
+        "topology: pipeline.groups is now pipeline.partition_groups (a flow's groups are its consumer groups); "
+        "read as partition_groups, rename it in the file"]
+    with pytest.raises(TopologyError, match=r":3: pipeline: groups is the old name of partition_groups: give "
+                                            r"partition_groups only"):
+        parse_topology(base + "pipeline: {groups: 3, partition_groups: 2}")
+    with pytest.raises(TopologyError, match="partition_groups"):
+        parse_topology(base + "pipeline: {groups: 5000}")  # the old key is checked as the new one

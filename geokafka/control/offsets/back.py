@@ -39,10 +39,11 @@ from geokafka.control.offsets._groups_io import (
     group_activity,
     list_group_ids,
 )
+from geokafka.control.offsets.checkpoints import target_store
 from geokafka.control.offsets.index import PartitionIndex, TargetIndex
 from geokafka.control.offsets.translate import OffsetMapping, SourcePartition
 from geokafka.control.selection import select_groups, select_topics
-from geokafka.control.state_store import state_store
+from geokafka.control.state_store import StateStore
 from geokafka.topology.schema import Topology
 
 
@@ -108,11 +109,12 @@ class BackReport:
 
 
 def move_groups_back(topology: Topology, flow_name: str, reverse_name: str, *, dry_run: bool = False,
-                     timeout_s: float = 30.0) -> BackReport:
+                     timeout_s: float = 30.0, store: StateStore | None = None) -> BackReport:
     """Commit, at the original source of ``flow_name``, each selected group's exact position.
 
     ``reverse_name`` is the flow that copied the new primary's records back. Groups active at
-    the original site are left alone (and reported).
+    the original site are left alone (and reported). ``store``: the state store of the flow's target (a store of
+    its own otherwise, closed at the end).
     """
     flow = topology.flow(flow_name)
     reverse = topology.flow(reverse_name)
@@ -125,7 +127,8 @@ def move_groups_back(topology: Topology, flow_name: str, reverse_name: str, *, d
     reverse_topic = {rev_policy.remote_topic(reverse.source, t): t for t in a_own}  # B topic -> A topic
     groups = select_groups(list_group_ids(a_admin), flow)
     at_a = committed_offsets(a_admin, {g: None for g in groups})
-    forward_next = state_store(a_admin.conn).read(timeout_s=timeout_s).progress(flow_name)
+    with target_store(a_admin.conn, store) as a_state:
+        forward_next = a_state.read(timeout_s=timeout_s).progress(flow_name)
     with TargetIndex(a_admin.conn, timeout_s=timeout_s) as a_index, \
             TargetIndex(b_admin.conn, timeout_s=timeout_s) as b_index:
         a_index.refresh(set(forward_topic.values()))

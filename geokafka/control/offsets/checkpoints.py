@@ -16,28 +16,42 @@ tell the two apart and never rewinds: KAFKA-14666). Only changed checkpoints are
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import closing, contextmanager
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_records import STATE_TOPIC, GroupCheckpoint
-from geokafka.control.state_store import StateSnapshot, ensure_state_topic, state_store
+from geokafka.control.state_store import KafkaStateStore, StateSnapshot, StateStore, ensure_state_topic
 
 
-def read_target_state(target: ClusterAdmin) -> StateSnapshot:
-    """The target's state (replication progress, checkpoints); empty before the pipeline created it."""
+def read_target_state(target: ClusterAdmin, store: StateStore) -> StateSnapshot:
+    """The target's state (replication progress, checkpoints) read by its ``store``; empty before the pipeline
+    created it."""
     if STATE_TOPIC not in target.topic_partitions():
         return StateSnapshot()
-    return state_store(target.conn).read()
+    return store.read()
 
 
-def load_checkpoints(target: ClusterConnection, flow: str) -> dict[str, GroupCheckpoint]:
-    """Every checkpoint of ``flow`` stored on its target."""
-    return read_target_state(ClusterAdmin(target)).checkpoints(flow)
+@contextmanager
+def target_store(target: ClusterConnection, store: StateStore | None) -> Iterator[StateStore]:
+    """``store`` (the caller's, left open), or a store of ``target``'s of the block's own, closed at its end."""
+    if store is not None:
+        yield store
+        return
+    with closing(KafkaStateStore(target)) as own:
+        yield own
+
+
+def load_checkpoints(target: ClusterConnection, flow: str, store: StateStore | None = None) -> dict[str, GroupCheckpoint]:
+    """Every checkpoint of ``flow`` stored on its target (read by ``store``, or a store of its own, closed after)."""
+    with target_store(target, store) as reader:
+        return read_target_state(ClusterAdmin(target), reader).checkpoints(flow)
 
 
 def store_checkpoints(
     target: ClusterAdmin,
+    store: StateStore,
     checkpoints: Mapping[str, GroupCheckpoint],
     known: Mapping[str, GroupCheckpoint],
 ) -> int:
@@ -48,14 +62,14 @@ def store_checkpoints(
             group not in known or known[group].offsets != cp.offsets or known[group].synced != cp.synced)
     ]
     if changed:
-        ensure_state_topic(target)
-        state_store(target.conn).write(*changed)
+        ensure_state_topic(target, store)
+        store.write(*changed)
     return len(changed)
 
 
-def delete_checkpoints(target: ClusterAdmin, flow: str, groups: list[str]) -> None:
+def delete_checkpoints(store: StateStore, flow: str, groups: list[str]) -> None:
     """Tombstones for the checkpoints of ``groups``: compaction removes them from the state topic."""
-    state_store(target.conn).delete(*(GroupCheckpoint.key_of(flow, g) for g in groups))
+    store.delete(*(GroupCheckpoint.key_of(flow, g) for g in groups))
 
 
 def now_ms() -> int:

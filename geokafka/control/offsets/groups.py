@@ -20,12 +20,13 @@ from geokafka.control.offsets._groups_io import (
     group_activity,
     list_group_ids,
 )
-from geokafka.control.offsets.checkpoints import read_target_state
+from geokafka.control.offsets.checkpoints import read_target_state, target_store
 from geokafka.control.offsets.exceptions import NoCommittedOffsetsError
 from geokafka.control.offsets.index import TargetIndex
 from geokafka.control.offsets.translate import SourcePartition
 from geokafka.control.selection import select_groups, select_topics
 from geokafka.control.state_records import GroupCheckpoint
+from geokafka.control.state_store import StateStore
 from geokafka.errors import ClusterUnreachableError
 from geokafka.topology.schema import Topology
 
@@ -79,6 +80,17 @@ class FlowOffsets:
         self.source = ClusterAdmin(connection(topology, self.flow.source), timeout_s)
         self.target = ClusterAdmin(connection(topology, self.flow.target), timeout_s)
         self.policy = policy_for(self.flow)
+
+    def __enter__(self) -> FlowOffsets:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close both clusters' clients (a sync round opens them, and closes them when it ends)."""
+        self.source.close()
+        self.target.close()
 
     def target_topic(self, source_topic: str) -> str:
         """Name of ``source_topic`` on the target."""
@@ -136,44 +148,46 @@ def translate_group(
     index: TargetIndex | None = None,
     fallback_to_checkpoints: bool = True,
     timeout_s: float = 15.0,
+    store: StateStore | None = None,
 ) -> GroupTranslation:
     """Where ``group`` would resume on the flow's target, per replicated partition it has an offset for.
 
     Raises NoCommittedOffsetsError if the group has no committed offset on a replicated topic.
     With ``fallback_to_checkpoints``, an unreachable source is replaced by the group's last checkpoint.
     ``timeout_s`` bounds each Kafka call (and how long an unreachable cluster is waited for).
+    ``store``: the target's state store (a store of its own otherwise, closed at the end).
     """
-    ctx = FlowOffsets(topology, flow_name, timeout_s)
-    ctx.target.check_reachable()
-    snapshot = read_target_state(ctx.target)  # before the index: progress must not run ahead of it
-    origin: OffsetsFrom = "source"
-    try:
-        by_group, replicated = ctx.live_offsets([group])
-        offsets = by_group[group]
-    except ClusterUnreachableError as exc:
-        if not fallback_to_checkpoints:
-            raise
-        offsets = checkpoint_offsets(snapshot.checkpoints(flow_name), [group], exc)[group]
-        replicated, origin = {t for t, _ in offsets}, "checkpoint"
-    mine = {tp: o for tp, o in offsets.items() if tp[0] in replicated}
-    if not mine:
-        others = ", ".join(sorted({t for t, _ in offsets}))
-        also = f" (it has offsets on {others})" if others else ""
-        raise NoCommittedOffsetsError(
-            f"group {group} has no committed offsets on {ctx.flow.source} for topics of flow {flow_name}{also}"
-        )
-    own_index = index is None
-    idx = index or TargetIndex(ctx.target.conn, timeout_s=timeout_s * 2)
-    try:
-        idx.refresh({ctx.target_topic(t) for t, _ in mine})
-        partitions = ctx.translate(idx, mine, replicated, snapshot.progress(flow_name))
-    finally:
-        if own_index:
-            idx.close()
-    synced = bool(select_groups([group], ctx.flow))
-    placed = [(p.target_topic, p.partition) for p in partitions if p.target_offset is not None]
-    now = committed_offsets(ctx.target, {group: placed}).get(group, {}) if placed else {}
-    partitions = [replace(p, target_committed=now.get((p.target_topic, p.partition))) for p in partitions]
-    activity = group_activity(ctx.target, [group]).get(group, ABSENT)
-    return GroupTranslation(flow_name, group, ctx.flow.source, ctx.flow.target, origin, synced, partitions,
-                            activity.state, activity.members)
+    with FlowOffsets(topology, flow_name, timeout_s) as ctx, target_store(ctx.target.conn, store) as state:
+        ctx.target.check_reachable()
+        snapshot = read_target_state(ctx.target, state)  # before the index: progress must not run ahead of it
+        origin: OffsetsFrom = "source"
+        try:
+            by_group, replicated = ctx.live_offsets([group])
+            offsets = by_group[group]
+        except ClusterUnreachableError as exc:
+            if not fallback_to_checkpoints:
+                raise
+            offsets = checkpoint_offsets(snapshot.checkpoints(flow_name), [group], exc)[group]
+            replicated, origin = {t for t, _ in offsets}, "checkpoint"
+        mine = {tp: o for tp, o in offsets.items() if tp[0] in replicated}
+        if not mine:
+            others = ", ".join(sorted({t for t, _ in offsets}))
+            also = f" (it has offsets on {others})" if others else ""
+            raise NoCommittedOffsetsError(
+                f"group {group} has no committed offsets on {ctx.flow.source} for topics of flow {flow_name}{also}"
+            )
+        own_index = index is None
+        idx = index or TargetIndex(ctx.target.conn, timeout_s=timeout_s * 2)
+        try:
+            idx.refresh({ctx.target_topic(t) for t, _ in mine})
+            partitions = ctx.translate(idx, mine, replicated, snapshot.progress(flow_name))
+        finally:
+            if own_index:
+                idx.close()
+        synced = bool(select_groups([group], ctx.flow))
+        placed = [(p.target_topic, p.partition) for p in partitions if p.target_offset is not None]
+        now = committed_offsets(ctx.target, {group: placed}).get(group, {}) if placed else {}
+        partitions = [replace(p, target_committed=now.get((p.target_topic, p.partition))) for p in partitions]
+        activity = group_activity(ctx.target, [group]).get(group, ABSENT)
+        return GroupTranslation(flow_name, group, ctx.flow.source, ctx.flow.target, origin, synced, partitions,
+                                activity.state, activity.members)

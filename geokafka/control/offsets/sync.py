@@ -29,10 +29,17 @@ from geokafka.control.offsets._groups_io import (
     end_offsets,
     group_activity,
 )
-from geokafka.control.offsets.checkpoints import delete_checkpoints, now_ms, read_target_state, store_checkpoints
+from geokafka.control.offsets.checkpoints import (
+    delete_checkpoints,
+    now_ms,
+    read_target_state,
+    store_checkpoints,
+    target_store,
+)
 from geokafka.control.offsets.groups import FlowOffsets, OffsetsFrom, PartitionTranslation, checkpoint_offsets
 from geokafka.control.offsets.index import TargetIndex
 from geokafka.control.state_records import GroupCheckpoint
+from geokafka.control.state_store import StateStore
 from geokafka.errors import AuthError, ClusterUnreachableError, KafkaOperationError
 from geokafka.topology.schema import Topology
 
@@ -191,6 +198,7 @@ def sync_group_offsets(
     dry_run: bool = False,
     index: TargetIndex | None = None,
     memory: SyncMemory | None = None,
+    store: StateStore | None = None,
     timeout_s: float = 15.0,
 ) -> SyncReport:
     """Translate the committed offsets of the flow's groups and commit them on the target.
@@ -204,53 +212,55 @@ def sync_group_offsets(
     ``index``: pass the same :class:`TargetIndex` on every call to read the target incrementally.
     ``memory``: pass the same :class:`SyncMemory` on every call, so a stale read of the state
     cannot make the sync forget what it committed.
+    ``store``: the target's state store; pass the caller's to read it incrementally (a store of its own otherwise,
+    closed at the end).
     ``dry_run`` decides everything and writes nothing (no commits, no checkpoints).
     ``timeout_s`` bounds each Kafka call (and how long an unreachable cluster is waited for).
     """
-    ctx = FlowOffsets(topology, flow_name, timeout_s)
-    ctx.target.check_reachable()
-    snapshot = read_target_state(ctx.target)  # before the index: progress must not run ahead of it
-    known = snapshot.checkpoints(flow_name)
-    if memory is not None:
-        known = memory.merged(known)
-    origin: OffsetsFrom = "source"
-    try:
-        if source_reachable is False:
-            raise ClusterUnreachableError(f"cluster {ctx.flow.source} is unreachable (probed by the caller)")
-        offsets, replicated = ctx.live_offsets(None)
-    except ClusterUnreachableError as exc:
-        if not fallback_to_checkpoints:
-            raise
-        offsets, origin = checkpoint_offsets(known, None, exc), "checkpoint"
-        replicated = {t for by_tp in offsets.values() for t, _ in by_tp}
-    report = SyncReport(flow_name, ctx.flow.source, ctx.flow.target, origin, clamp_to_end, dry_run, overwrite,
-                        sorted(offsets))
-    own_index = index is None
-    idx = index or TargetIndex(ctx.target.conn, timeout_s=timeout_s * 2)
-    try:
-        idx.refresh({ctx.target_topic(t) for by_tp in offsets.values() for t, _ in by_tp if t in replicated})
-        progress = snapshot.progress(flow_name)
-        translated = {g: ctx.translate(idx, by_tp, replicated, progress) for g, by_tp in offsets.items()}
-    finally:
-        if own_index:
-            idx.close()
-    synced = {g: cp.synced for g, cp in known.items()}
-    _apply(ctx, report, translated, synced, clamp_to_end, dry_run, overwrite)
-    if not dry_run:
-        checkpoints = _checkpoints(report, offsets, replicated, known, origin)
-        if memory is not None:  # the commits are made: remembered even if storing them fails
-            memory.remember(checkpoints)
-        report.checkpoints_written = store_checkpoints(ctx.target, checkpoints, known)
-        if origin == "source":  # the source answered: a group it no longer lists is gone for good
-            gone = gone_groups(known, offsets)
-            if gone:
-                delete_checkpoints(ctx.target, flow_name, gone)
-                if memory is not None:
-                    memory.forget(gone)
-                report.checkpoints_deleted = len(gone)
-    summary = report.to_dict()["summary"]
-    log.info("flow %s: group offsets %s", flow_name, summary)
-    return report
+    with FlowOffsets(topology, flow_name, timeout_s) as ctx, target_store(ctx.target.conn, store) as state:
+        ctx.target.check_reachable()
+        snapshot = read_target_state(ctx.target, state)  # before the index: progress must not run ahead of it
+        known = snapshot.checkpoints(flow_name)
+        if memory is not None:
+            known = memory.merged(known)
+        origin: OffsetsFrom = "source"
+        try:
+            if source_reachable is False:
+                raise ClusterUnreachableError(f"cluster {ctx.flow.source} is unreachable (probed by the caller)")
+            offsets, replicated = ctx.live_offsets(None)
+        except ClusterUnreachableError as exc:
+            if not fallback_to_checkpoints:
+                raise
+            offsets, origin = checkpoint_offsets(known, None, exc), "checkpoint"
+            replicated = {t for by_tp in offsets.values() for t, _ in by_tp}
+        report = SyncReport(flow_name, ctx.flow.source, ctx.flow.target, origin, clamp_to_end, dry_run, overwrite,
+                            sorted(offsets))
+        own_index = index is None
+        idx = index or TargetIndex(ctx.target.conn, timeout_s=timeout_s * 2)
+        try:
+            idx.refresh({ctx.target_topic(t) for by_tp in offsets.values() for t, _ in by_tp if t in replicated})
+            progress = snapshot.progress(flow_name)
+            translated = {g: ctx.translate(idx, by_tp, replicated, progress) for g, by_tp in offsets.items()}
+        finally:
+            if own_index:
+                idx.close()
+        synced = {g: cp.synced for g, cp in known.items()}
+        _apply(ctx, report, translated, synced, clamp_to_end, dry_run, overwrite)
+        if not dry_run:
+            checkpoints = _checkpoints(report, offsets, replicated, known, origin)
+            if memory is not None:  # the commits are made: remembered even if storing them fails
+                memory.remember(checkpoints)
+            report.checkpoints_written = store_checkpoints(ctx.target, state, checkpoints, known)
+            if origin == "source":  # the source answered: a group it no longer lists is gone for good
+                gone = gone_groups(known, offsets)
+                if gone:
+                    delete_checkpoints(state, flow_name, gone)
+                    if memory is not None:
+                        memory.forget(gone)
+                    report.checkpoints_deleted = len(gone)
+        summary = report.to_dict()["summary"]
+        log.info("flow %s: group offsets %s", flow_name, summary)
+        return report
 
 
 def gone_groups(known: Mapping[str, GroupCheckpoint], offsets: Mapping[str, object]) -> list[str]:

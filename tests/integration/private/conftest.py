@@ -34,9 +34,11 @@ def base_topology(state_dir: Path) -> Topology:
 
 
 @pytest.fixture(scope="module")
-def local_clusters(base_topology: Topology) -> Iterator[dict[str, LocalClusterSpec]]:
-    """east, west and south running for this module only."""
-    specs = local_cluster_specs(base_topology)
+def local_clusters(request: pytest.FixtureRequest, base_topology: Topology) -> Iterator[dict[str, LocalClusterSpec]]:
+    """east, west and south running for this module only; a module that needs fewer names them in ``CLUSTERS``
+    (each node a JVM start: the suite's largest cost)."""
+    wanted = getattr(request.module, "CLUSTERS", ("east", "west", "south"))
+    specs = [spec for spec in local_cluster_specs(base_topology) if spec.name in wanted]
     stop_orphaned_nodes(specs)
     try:
         start_clusters(specs, timeout_s=180)

@@ -10,11 +10,10 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer
 from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
+from pipeline_util import running_mirror, state_store, wait_for, with_flows
 
 from geokafka.control.provenance import source_position
 from geokafka.control.state_records import Role
-from geokafka.control.state_store import state_store
 from geokafka.failover.failback import failback
 from geokafka.failover.failover import failover
 from geokafka.failover.site_guard import run_site_guard
@@ -322,3 +321,69 @@ def test_the_state_topic_is_upgraded_to_a_control_partition_that_no_open_transac
     assert store.read_settled(timeout_s=30).progress("old") == {("t", 0): 40}
     store.close()
     writer.close()
+
+
+def test_a_transaction_held_open_on_the_state_topic_never_makes_a_flow_look_down(base_topology, east, south, unique):
+    """Two flows east -> south in one mirror; a writer holds a transaction open on south's state topic (as a mirror
+    killed mid-commit leaves one) while one of them restarts for a new topic, its start waiting for the settled read
+    of its progress. The other flow's heartbeats keep their cadence and it keeps replicating; `status` never calls
+    a flow down and shows every heartbeat fresh; once the transaction ends, the restarted flow runs."""
+    from geokafka.control.state_records import Progress
+    from geokafka.control.state_store import DATA_PARTITION, KafkaStateStore
+    from geokafka.monitoring.collect import StatusCollector
+    from geokafka.pipeline.flow_jobs import HEARTBEAT_S
+
+    steady, restarting = unique("steady"), unique("restarting")
+    for topic in (steady, f"{restarting}-1"):
+        create_topic(east, topic, partitions=2, rf=3)
+        produce(east, topic, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)])
+    topology = with_flows(base_topology, **{steady: {"source": "east", "target": "south", "topics": [steady]},
+                                            restarting: {"source": "east", "target": "south",
+                                                         "topics": [f"{restarting}-.*"]}})
+    topology = topology.model_copy(update={"pipeline": topology.pipeline.model_copy(update={"topic_refresh_s": 2})})
+    heartbeats = KafkaStateStore(south)
+    with running_mirror(topology) as runners:
+        wait_for(lambda: all(name in runners and runners[name].status == "running" and
+                             sum(p.written for p in runners[name].progress.values()) >= 20
+                             for name in (steady, f"{restarting}")), 240, "both flows running")
+        dead = Producer(south.librdkafka(**{"transactional.id": f"geokafka-test-open-{steady}",
+                                            "transaction.timeout.ms": 120_000}))
+        dead.init_transactions(30)
+        dead.begin_transaction()
+        dead.produce("__geokafka_state", json.dumps(Progress("nobody", "t", 0, 1).encode()).encode(),
+                     b"progress/nobody/t/0", partition=DATA_PARTITION)
+        assert dead.flush(30) == 0
+        opened = time.monotonic()
+        create_topic(east, f"{restarting}-2", partitions=2, rf=3)
+        produce(east, f"{restarting}-2", [(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)])
+        wait_for(lambda: runners[restarting].status != "running", 60, "the flow restarting for its new topic")
+        seen: list[tuple[float, dict[str, tuple[str, float | None]]]] = []
+        beats: dict[int, float] = {}
+        with StatusCollector(topology, [steady, restarting], state_timeout_s=10, source_timeout_s=5) as collector:
+            observed_until = time.monotonic() + 4 * HEARTBEAT_S
+            while time.monotonic() < observed_until:
+                report = collector.collect()
+                seen.append((time.monotonic() - opened,
+                             {f.name: (f.state, f.heartbeat_age_s) for f in report.flows}))
+                beat = heartbeats.read(5).heartbeat(steady)
+                if beat is not None:
+                    beats.setdefault(beat.at_ms, time.monotonic())
+                produce(east, steady, [(b"k", b"during")])
+                time.sleep(1.0)
+        still_waiting = runners[restarting].status != "running"
+        steady_written = sum(p.written for p in runners[steady].progress.values())
+        dead.abort_transaction(30)
+        wait_for(lambda: runners[restarting].status == "running" and
+                 sum(p.written for p in runners[restarting].progress.values()) >= 40, 120,
+                 "the restarted flow replicating its new topic once the transaction ended")
+    heartbeats.close()
+    ages = [age for _, flows in seen for _, age in flows.values()]
+    print(f"while a transaction was held open: {len(seen)} status reads, flow states "
+          f"{sorted({state for _, flows in seen for state, _ in flows.values()})}, heartbeat ages at most "
+          f"{max(a for a in ages if a is not None):.1f} s; {len(beats)} new heartbeats of the steady flow; "
+          f"the restarting flow still waiting at the end: {still_waiting}")
+    assert still_waiting  # the open transaction held the restarting flow's start the whole time observed
+    assert all(state not in ("down", "error") for _, flows in seen for state, _ in flows.values()), seen
+    assert all(age is not None and age <= HEARTBEAT_S + 1 for age in ages), seen
+    assert len(beats) >= 3, beats  # the steady flow's heartbeat kept its cadence (one per HEARTBEAT_S)
+    assert steady_written >= 20 + len(seen) - 2  # and it kept replicating

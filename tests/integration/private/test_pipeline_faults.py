@@ -11,6 +11,8 @@ from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
 
 from geokafka.infra.local_cluster import kill_node, start_node, stop_node, wait_until_ready
 
+CLUSTERS = ("east", "west")  # south is not used here: not started
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,16 +22,14 @@ from typing import Any
 import pytest
 import yaml
 from kafka_util import create_topic, produce, read_all
-from pipeline_util import running_mirror, wait_for, with_flows
+from pipeline_util import GEOKAFKA, running_mirror, state_store, wait_for, with_flows
 
 from geokafka.client import FollowingConsumer, FollowingProducer
-from geokafka.control.state_store import state_store
 from geokafka.errors import GeokafkaError
 from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, start_cluster
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=200), pytest.mark.timeout(900)]
 
-GEOKAFKA = Path(sys.executable).with_name("geokafka")
 RATE = 50.0  # orders a second
 LATE = 10
 

@@ -45,7 +45,7 @@ public final class CopyLoop {
         producerProps.put("acks", "all");
         producerProps.put("linger.ms", "5");
         producerProps.put("batch.size", "1000000");
-        producerProps.put("compression.type", "lz4");
+        producerProps.put("compression.type", System.getProperty("geokafka.compression", "lz4"));
         producerProps.put("max.request.size", "8388608");
         producerProps.put("enable.metrics.push", "false");
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProps, new ByteArrayDeserializer(),

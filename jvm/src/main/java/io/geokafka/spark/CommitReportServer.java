@@ -63,7 +63,7 @@ final class CommitReportServer {
             Map<String, Object> report = JSON.readValue(body, new TypeReference<Map<String, Object>>() {});
             @SuppressWarnings("unchecked")
             List<Map<String, Object>> rows = (List<Map<String, Object>>) report.get(Contract.text("epoch", "partitions"));
-            SinkRegistry.record((String) report.get("query"), ((Number) report.get(Contract.text("epoch", "epoch"))).longValue(),
+            SinkRegistry.COMMITS.record((String) report.get("query"), ((Number) report.get(Contract.text("epoch", "epoch"))).longValue(),
                     rows);
             exchange.sendResponseHeaders(204, -1);
         } catch (RuntimeException e) {

@@ -22,10 +22,9 @@ import org.slf4j.LoggerFactory;
  * in the JVM that runs the tasks: a consumer whose reader stopped at offset N of a partition starts the
  * next batch there with its fetches in flight and the records it read past N kept, so the group's reads
  * stay a stream rather than a seek, a fetch and a wait per batch. A restarted query, which may follow a
- * re-created topic of the same name, never sees records read by the last one. Like Spark's
- * {@code InternalKafkaConsumerPool}: at most {@link #CAPACITY} idle consumers (the longest idle closed
- * first), each closed after {@link #IDLE_MS} idle by an evictor thread, a stream's closed when it stops,
- * every one closed by a shutdown hook.
+ * re-created topic of the same name, never sees records read by the last one. The idle ones are kept in
+ * this JVM's {@link ClientPool} of consumers: at most {@link #CAPACITY}, each closed after {@link #IDLE_MS}
+ * idle, a stream's closed when it stops.
  */
 final class ConsumerPool {
     private static final Logger LOG = LoggerFactory.getLogger(ConsumerPool.class);
@@ -68,7 +67,6 @@ final class ConsumerPool {
         /** The partitions the consumer is assigned: those given a range at least once, so each has a position
          * (a partition without one, even paused, fails the next poll: there is no reset policy). */
         final Set<TopicPartition> assigned = new LinkedHashSet<>();
-        long idleSince;
 
         Lease(Key key, KafkaConsumer<byte[], byte[]> consumer, List<TopicPartition> partitions) {
             this.key = key;
@@ -79,19 +77,8 @@ final class ConsumerPool {
 
     record Key(String stream, int group) {}
 
-    private static final Map<Key, Lease> IDLE = new LinkedHashMap<>();  // access order: insertion = idle since
+    private static final ClientPool<Key, Lease> IDLE = ClientPool.jvmWide("consumer", CAPACITY, IDLE_MS, ConsumerPool::close);
     private static final AtomicLong OPENED = new AtomicLong();
-    private static final java.util.concurrent.ScheduledExecutorService EVICTOR =
-            java.util.concurrent.Executors.newSingleThreadScheduledExecutor(r -> {
-                Thread t = new Thread(r, "geokafka-consumer-evictor");
-                t.setDaemon(true);
-                return t;
-            });
-
-    static {
-        EVICTOR.scheduleWithFixedDelay(ConsumerPool::evictIdle, IDLE_MS / 4, IDLE_MS / 4, java.util.concurrent.TimeUnit.MILLISECONDS);
-        Runtime.getRuntime().addShutdownHook(new Thread(ConsumerPool::closeAll, "geokafka-consumer-pool-shutdown"));
-    }
 
     private ConsumerPool() {}
 
@@ -103,10 +90,7 @@ final class ConsumerPool {
     static Lease borrow(String stream, int group, Map<String, String> config, List<TopicPartition> partitions,
                         Map<TopicPartition, long[]> ranges) {
         Key key = new Key(stream, group);
-        Lease lease;
-        synchronized (IDLE) {
-            lease = IDLE.remove(key);
-        }
+        Lease lease = IDLE.take(key);
         if (lease == null) {
             lease = new Lease(key, open(config, group), partitions);
         }
@@ -145,25 +129,12 @@ final class ConsumerPool {
 
     /** Give a healthy consumer back for the next batch. */
     static void giveBack(Lease lease) {
-        lease.idleSince = System.currentTimeMillis();
-        List<Lease> closing = new ArrayList<>();
-        synchronized (IDLE) {
-            Lease displaced = IDLE.put(lease.key, lease);
-            if (displaced != null && displaced != lease) {
-                closing.add(displaced);
-            }
-            while (IDLE.size() > CAPACITY) {
-                Map.Entry<Key, Lease> oldest = IDLE.entrySet().iterator().next();
-                IDLE.remove(oldest.getKey());
-                closing.add(oldest.getValue());
-            }
-        }
-        closing.forEach(ConsumerPool::close);
+        IDLE.give(lease.key, lease);
     }
 
     /** Close the idle consumers of one stream (its query stopped). */
     static void closeStream(String stream) {
-        closeWhere(lease -> lease.key.stream().equals(stream));
+        IDLE.closeIf(lease -> lease.key.stream().equals(stream));
     }
 
     static void close(Lease lease) {
@@ -176,32 +147,7 @@ final class ConsumerPool {
 
     /** Idle consumers now in the pool (for tests and the mirror's resource count). */
     static int idle() {
-        synchronized (IDLE) {
-            return IDLE.size();
-        }
-    }
-
-    static void evictIdle() {
-        long now = System.currentTimeMillis();
-        closeWhere(lease -> now - lease.idleSince > IDLE_MS);
-    }
-
-    static void closeAll() {
-        closeWhere(lease -> true);
-    }
-
-    private static void closeWhere(java.util.function.Predicate<Lease> which) {
-        List<Lease> closing = new ArrayList<>();
-        synchronized (IDLE) {
-            for (java.util.Iterator<Lease> it = IDLE.values().iterator(); it.hasNext();) {
-                Lease lease = it.next();
-                if (which.test(lease)) {
-                    it.remove();
-                    closing.add(lease);
-                }
-            }
-        }
-        closing.forEach(ConsumerPool::close);
+        return IDLE.size();
     }
 
     private static KafkaConsumer<byte[], byte[]> open(Map<String, String> config, int group) {

@@ -21,6 +21,15 @@ final class Contract {
 
     private Contract() {}
 
+    /** A top-level text of the contract ({@code partition_key}). */
+    static String text(String entry) {
+        JsonNode value = SPEC.get(entry);
+        if (value == null || !value.isTextual()) {
+            throw new IllegalStateException("geokafka contract: no " + entry + " in " + RESOURCE);
+        }
+        return value.asText();
+    }
+
     /** The wire name of {@code role} in {@code section} (e.g. {@code name("commit_summary", "next_offset")}). */
     static String text(String section, String role) {
         JsonNode value = SPEC.path(section).get(role);
@@ -43,6 +52,34 @@ final class Contract {
     static String progressKey(String flow, String topic, int partition) {
         return SPEC.path("progress").get("key").asText()
                 .replace("{flow}", flow).replace("{topic}", topic).replace("{partition}", Integer.toString(partition));
+    }
+
+    /** A source partition's key in the sink's options and commit hand-over (the contract's partition_key). */
+    static String partitionKey(String topic, int partition) {
+        return text("partition_key").replace("{topic}", topic).replace("{partition}", Integer.toString(partition));
+    }
+
+    /** The source partition a {@link #partitionKey} names. */
+    static org.apache.kafka.common.TopicPartition parsePartitionKey(String key) {
+        String format = text("partition_key");
+        int topicAt = format.indexOf("{topic}");
+        int partitionAt = format.indexOf("{partition}");
+        if (topicAt < 0 || partitionAt < topicAt) {
+            throw new IllegalStateException("geokafka contract: partition_key must name {topic}, then {partition}");
+        }
+        String prefix = format.substring(0, topicAt);
+        String separator = format.substring(topicAt + "{topic}".length(), partitionAt);
+        String suffix = format.substring(partitionAt + "{partition}".length());
+        int at = key.lastIndexOf(separator, key.length() - suffix.length());
+        if (!key.startsWith(prefix) || !key.endsWith(suffix) || separator.isEmpty() || at < prefix.length()) {
+            throw new IllegalArgumentException("not a partition key (" + format + "): " + key);
+        }
+        try {
+            return new org.apache.kafka.common.TopicPartition(key.substring(prefix.length(), at),
+                    Integer.parseInt(key.substring(at + separator.length(), key.length() - suffix.length())));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a partition key (" + format + "): " + key, e);
+        }
     }
 
     /** The source header's value of a record: its coordinates on this hop's source. */

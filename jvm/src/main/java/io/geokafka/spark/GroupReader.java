@@ -26,7 +26,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * an end for the next batch. Real-time mode ({@link #nextWithTimeout}): hands out records as they come
  * until the batch's time is up, and says where each partition stopped ({@link #getOffset()}).
  *
- * <p>While it waits for records it lets the task's writer commit ({@link IdleHook}): records already
+ * <p>While it waits for records it lets the task's writer commit ({@link CommitHandOff}): records already
  * written become visible on time even when no more arrive. It never looks up offsets (the driver does,
  * once per batch). Rows have the columns of Spark's Kafka source with headers.
  */
@@ -44,9 +44,12 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private final Map<TopicPartition, ConsumerPool.Cursor> active = new LinkedHashMap<>();
     private ConsumerRecord<byte[], byte[]> current;
     private UTF8String currentTopic;
+    /** The task's link to its writer, which may commit while this reader waits. */
+    private final CommitHandOff handOff;
 
-    GroupReader(SourceOptions options, String stream, GroupRange range) {
+    GroupReader(SourceOptions options, String stream, GroupRange range, CommitHandOff handOff) {
         this.options = options;
+        this.handOff = handOff;
         this.range = range;
         this.lease = ConsumerPool.borrow(stream, range.group(), options.clientConfig, options.groups.get(range.group()),
                 range.ranges());
@@ -74,11 +77,11 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             if (active.isEmpty()) {
                 return finished();
             }
-            if (poll(IdleHook.idle(POLL_MS))) {
+            if (poll(handOff.idle(POLL_MS))) {
                 lastProgress = System.nanoTime();
             } else if (System.nanoTime() - lastProgress > options.pollTimeoutMs * 1_000_000L) {
                 ConsumerPool.Cursor waiting = active.values().iterator().next();
-                throw new GeokafkaException(GeokafkaException.Kind.KAFKA, -1, true, "source " + waiting.tp + ": nothing read at "
+                throw new GeokafkaException(GeokafkaException.Kind.KAFKA, KafkaCodes.NONE, true, "source " + waiting.tp + ": nothing read at "
                         + "offset " + position(waiting) + " (the batch ends at " + waiting.until + ") within "
                         + options.pollTimeoutMs + " ms: is the source cluster reachable?", null);
             }
@@ -98,7 +101,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
                 finished();
                 return NO_RECORD;
             }
-            poll(IdleHook.idle(Math.min(leftMs, POLL_MS)));
+            poll(handOff.idle(Math.min(leftMs, POLL_MS)));
         }
     }
 
@@ -215,7 +218,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     /** A partition's log starts after its position (retention, delete-records) or ends before it: the
      * query stops, and the driver names the gap (and with skip_gaps, counts it and starts past it). */
     private GeokafkaException gap(OffsetOutOfRangeException e) {
-        return new GeokafkaException(GeokafkaException.Kind.DATA_LOSS, org.apache.kafka.common.protocol.Errors.OFFSET_OUT_OF_RANGE.code(),
+        return new GeokafkaException(GeokafkaException.Kind.DATA_LOSS, KafkaCodes.OFFSET_OUT_OF_RANGE,
                 false, "source offsets " + e.offsetOutOfRangePartitions() + " are no longer on the source (retention, "
                 + "delete-records or a re-created topic)", e);
     }

@@ -5,7 +5,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.RecordBatchTooLargeException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
@@ -27,17 +27,21 @@ final class GroupTransaction {
     private final SinkOptions options;
     final int group;
     private final String txnId;
-    private KafkaProducer<byte[], byte[]> producer;
+    private final ProducerPool producers;
+    private final Producer<byte[], byte[]> producer;
     private boolean open;
     private final Map<String, PartitionWrites> partitions = new LinkedHashMap<>();
-    /** A newly opened writer's view of what earlier writers of its id committed ("topic/partition" -> next). */
+    /** A newly opened writer's view of what earlier writers of its id committed (partition key -> next). */
     private final Map<String, Long> readBack;
     private final List<Failure> failures = new ArrayList<>();
 
     private record Failure(PartitionWrites partition, long offset, int size, Exception error) {}
 
-    GroupTransaction(SinkOptions options, int group, boolean retry) {
+    /** The writes of ``group``, with a producer taken from ``producers`` (a first attempt still the owner) or
+     * opened anew there, which then learns from ``readBack`` what earlier writers of its id committed. */
+    GroupTransaction(SinkOptions options, int group, boolean retry, ProducerPool producers, ReadBack readBack) {
         this.options = options;
+        this.producers = producers;
         this.group = group;
         this.txnId = options.transactionalId(group);
         // A pooled producer that is still the owner (every position it committed is what the driver expects)
@@ -46,19 +50,19 @@ final class GroupTransaction {
         // another executor, a replacement for a lost one -- opens the id anew, which fences every earlier
         // writer of it, and then reads back what they committed: an attempt that died after some commits
         // of a batch the driver never heard the end of must not have its records written twice.
-        ProducerPool.Session session = retry ? null : ProducerPool.take(txnId, options);
+        ProducerPool.Session session = retry ? null : producers.take(txnId, options);
         if (session != null) {
             producer = session.producer();
-            readBack = Map.of();
+            this.readBack = Map.of();
         } else {
-            producer = ProducerPool.open(options, txnId);
+            producer = producers.open(options, txnId);
             try {
-                readBack = readBack();
-            } catch (RuntimeException e) {
+                this.readBack = Map.copyOf(readBack.committed(options, group));
+            } catch (RuntimeException | Error e) {
                 ProducerPool.closeQuietly(producer);  // neither pooled nor kept by anyone otherwise
                 throw e;
             }
-            long ahead = readBack.entrySet().stream()
+            long ahead = this.readBack.entrySet().stream()
                     .filter(e -> e.getValue() > options.expected.getOrDefault(e.getKey(), new long[] {-1, 0})[0]).count();
             if (ahead > 0) {
                 LOG.info("geokafka sink: group {} of flow {}: {} partitions resume past the batch's start, where an "
@@ -69,7 +73,7 @@ final class GroupTransaction {
 
     /** The writes of one source partition of this group. */
     PartitionWrites partition(String topic, int partition) {
-        String key = topic + "/" + partition;
+        String key = Contract.partitionKey(topic, partition);
         PartitionWrites writes = partitions.get(key);
         if (writes == null) {
             long expected = options.expectedOf(topic, partition)[0];
@@ -201,7 +205,7 @@ final class GroupTransaction {
     void release() {
         Map<String, Long> committed = new HashMap<>();
         partitions.forEach((key, p) -> committed.put(key, p.committedNext));
-        ProducerPool.give(txnId, options.queryKey, producer, committed);
+        producers.give(txnId, options.queryKey, producer, committed);
     }
 
     /** Every partition of this task's share of the group, as the driver learns them. */
@@ -220,25 +224,6 @@ final class GroupTransaction {
             }
             open = true;
         }
-    }
-
-    /** What earlier attempts of this task committed, for every partition of the group. */
-    private Map<String, Long> readBack() {
-        Map<String, byte[]> keys = new HashMap<>();
-        long from = Long.MAX_VALUE;
-        for (Map.Entry<String, Integer> e : options.groupOf.entrySet()) {
-            if (e.getValue() == group) {
-                int slash = e.getKey().lastIndexOf('/');
-                String topic = e.getKey().substring(0, slash);
-                int partition = Integer.parseInt(e.getKey().substring(slash + 1));
-                keys.put(e.getKey(), Progress.key(options.flow, topic, partition));
-                from = Math.min(from, options.expectedOf(topic, partition)[1]);
-            }
-        }
-        // nothing committed before the query's start is unknown to the driver: a partition idle for long has an old
-        // hint, and reading from it would read everything written since
-        return Progress.committedNext(options.targetConfig, keys, Math.max(from == Long.MAX_VALUE ? 0 : from,
-                options.stateFloor));
     }
 
     /** The error to stop on: an oversize record names itself (a rejected batch fails its small neighbours
@@ -264,7 +249,7 @@ final class GroupTransaction {
                 + " (" + size + " bytes) is larger than max.message.bytes of " + options.targetCluster
                 + " topic " + p.targetTopic + (p.maxBytes > 0 ? " (" + p.maxBytes + ")" : "") + "; flow " + options.flow
                 + " stopped";
-        return new GeokafkaException(GeokafkaException.Kind.RECORD_TOO_LARGE, 10, false, text, cause);
+        return new GeokafkaException(GeokafkaException.Kind.RECORD_TOO_LARGE, KafkaCodes.MESSAGE_TOO_LARGE, false, text, cause);
     }
 
     private String where(PartitionWrites p, long offset) {

@@ -35,7 +35,7 @@ final class InjectedFaults {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
-            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, -1, true, "test hook " + FAIL_AFTER_COMMITS
+            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, KafkaCodes.NONE, true, "test hook " + FAIL_AFTER_COMMITS
                     + ": failing this attempt of group " + group + " of flow " + flow + " after " + commits + " commits",
                     null);
         }

@@ -33,7 +33,7 @@ final class KafkaErrors {
             last = c;
         }
         Throwable t = innermostKafka != null ? innermostKafka : last;
-        int code = t instanceof org.apache.kafka.common.errors.ApiException api ? code(api) : -1;
+        int code = t instanceof org.apache.kafka.common.errors.ApiException api ? KafkaCodes.of(api) : KafkaCodes.NONE;
         String message = what + ": " + t.getClass().getSimpleName() + ": " + t.getMessage();
         if (t instanceof AuthenticationException || t instanceof AuthorizationException) {
             return new GeokafkaException(GeokafkaException.Kind.AUTH, code, false, message, e);
@@ -45,9 +45,5 @@ final class KafkaErrors {
             return new GeokafkaException(GeokafkaException.Kind.FENCED, code, true, message, e);
         }
         return new GeokafkaException(GeokafkaException.Kind.KAFKA, code, t instanceof RetriableException, message, e);
-    }
-
-    private static int code(org.apache.kafka.common.errors.ApiException api) {
-        return org.apache.kafka.common.protocol.Errors.forException(api).code();
     }
 }

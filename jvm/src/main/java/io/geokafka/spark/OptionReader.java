@@ -40,6 +40,18 @@ final class OptionReader {
         }
     }
 
+    /** The option's true or false (either case); {@code fallback} when absent. */
+    boolean getBool(String key, boolean fallback) {
+        String value = options.get(key);
+        if (value == null) {
+            return fallback;
+        }
+        if (!value.equalsIgnoreCase("true") && !value.equalsIgnoreCase("false")) {
+            throw new IllegalArgumentException(owner + ": option '" + key + "' is not true or false: " + value);
+        }
+        return Boolean.parseBoolean(value);
+    }
+
     /** The option's JSON value as {@code type}; {@code fallback} (JSON text) when absent, required when null. */
     <T> T json(String key, String fallback, TypeReference<T> type) {
         String text = fallback == null ? required(key) : get(key, fallback);

@@ -33,7 +33,7 @@ final class PartitionWrites {
         this.partition = partition;
         this.targetTopic = options.topicMap.get(topic);
         if (targetTopic == null) {
-            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, -1, false,
+            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, KafkaCodes.NONE, false,
                     "flow " + options.flow + ": no target topic for source topic " + topic, null);
         }
         Long limit = options.maxMessageBytes.get(targetTopic);
@@ -44,8 +44,9 @@ final class PartitionWrites {
         this.next = committedNext;
     }
 
+    /** Its partition key ({@link Contract#partitionKey}). */
     String key() {
-        return topic + "/" + partition;
+        return Contract.partitionKey(topic, partition);
     }
 
     /** True when rows were handled since the last commit (the progress moved). */

@@ -8,28 +8,27 @@ import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Transactional producers kept in this JVM between tasks, one per transactional id (one per partition group
- * of a flow's generation), with the next source offset of each partition they last committed. A task may
- * reuse one only while it is still the owner (every position it committed is what the driver expects);
- * anything else starts a new producer, whose {@code initTransactions} fences every older writer of the id.
- * Like Spark's {@code InternalKafkaProducerPool}: at most {@link #CAPACITY} idle producers (the longest idle
- * closed first), each closed after {@link #IDLE_MS} idle by an evictor thread, a query's closed when it
- * stops, every one closed by a shutdown hook.
+ * Transactional producers kept between tasks, one per transactional id (one per partition group of a flow's
+ * generation), with the next source offset of each partition they last committed. A task may reuse one only
+ * while it is still the owner (every position it committed is what the driver expects); anything else starts
+ * a new producer, whose {@code initTransactions} fences every older writer of the id. The idle ones are kept
+ * in a {@link ClientPool}; {@link #JVM} is this JVM's (at most {@link #CAPACITY}, each closed after
+ * {@link #IDLE_MS} idle, a query's closed when it stops).
  */
 final class ProducerPool {
     private static final Logger LOG = LoggerFactory.getLogger(ProducerPool.class);
     static final long IDLE_MS = 120_000;
     static final int CAPACITY = 64;
+    /** The driver always names the flow's compression; this is the contract's default, for the sink's own tests. */
+    static final String DEFAULT_COMPRESSION = Contract.text("writer_compression");
     /** What geokafka sets; the flow's producer settings override all but the transactional ones. */
-    static final String DEFAULT_COMPRESSION = "none";
     static final Properties DEFAULTS = new Properties();
 
     static {
@@ -54,29 +53,31 @@ final class ProducerPool {
     }
 
     /** A pooled producer: the query whose task released it and the positions it committed. */
-    record Session(KafkaProducer<byte[], byte[]> producer, String queryKey, Map<String, Long> committed, long idleSince) {}
+    record Session(Producer<byte[], byte[]> producer, String queryKey, Map<String, Long> committed) {}
 
-    private static final Map<String, Session> SESSIONS = new LinkedHashMap<>();  // insertion order = idle since
-    private static final ScheduledExecutorService EVICTOR = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "geokafka-producer-evictor");
-        t.setDaemon(true);
-        return t;
-    });
-
-    static {
-        EVICTOR.scheduleWithFixedDelay(ProducerPool::evictIdle, IDLE_MS / 4, IDLE_MS / 4, TimeUnit.MILLISECONDS);
-        Runtime.getRuntime().addShutdownHook(new Thread(ProducerPool::closeAll, "geokafka-producer-pool-shutdown"));
+    /** How a new transactional producer is opened (transactions initialised, older writers fenced). */
+    interface Opener {
+        Producer<byte[], byte[]> open(SinkOptions options, String txnId);
     }
 
-    private ProducerPool() {}
+    /** This JVM's producers, opened for real. */
+    static final ProducerPool JVM = new ProducerPool(
+            ClientPool.jvmWide("producer", CAPACITY, IDLE_MS, session -> closeQuietly(session.producer())),
+            ProducerPool::openTransactional);
+
+    private final ClientPool<String, Session> sessions;
+    private final Opener opener;
+
+    /** Producers kept in {@code sessions} and opened by {@code opener}. */
+    ProducerPool(ClientPool<String, Session> sessions, Opener opener) {
+        this.sessions = sessions;
+        this.opener = opener;
+    }
 
     /** The pooled session of ``txnId`` if every position it committed is what ``options`` expects; removed
      * from the pool either way. */
-    static Session take(String txnId, SinkOptions options) {
-        Session cached;
-        synchronized (SESSIONS) {
-            cached = SESSIONS.remove(txnId);
-        }
+    Session take(String txnId, SinkOptions options) {
+        Session cached = sessions.take(txnId);
         if (cached == null) {
             return null;
         }
@@ -100,35 +101,26 @@ final class ProducerPool {
     }
 
     /** Keep a producer that just committed ``committed`` (partition -> next). */
-    static void give(String txnId, String queryKey, KafkaProducer<byte[], byte[]> producer, Map<String, Long> committed) {
-        List<KafkaProducer<byte[], byte[]>> closing = new ArrayList<>();
-        synchronized (SESSIONS) {
-            Session old = SESSIONS.remove(txnId);
-            if (old != null && old.producer() != producer) {
-                closing.add(old.producer());
-            }
-            SESSIONS.put(txnId, new Session(producer, queryKey, Map.copyOf(committed), System.currentTimeMillis()));
-            while (SESSIONS.size() > CAPACITY) {
-                String oldest = SESSIONS.keySet().iterator().next();
-                closing.add(SESSIONS.remove(oldest).producer());
-            }
-        }
-        closing.forEach(ProducerPool::closeQuietly);
+    void give(String txnId, String queryKey, Producer<byte[], byte[]> producer, Map<String, Long> committed) {
+        sessions.give(txnId, new Session(producer, queryKey, Map.copyOf(committed)));
+    }
+
+    /** A new producer for ``txnId``: older writers of the id are fenced. */
+    Producer<byte[], byte[]> open(SinkOptions options, String txnId) {
+        return opener.open(options, txnId);
     }
 
     /** Open the producers of every group of ``options`` that has none in the pool, side by side, and pool them
      * at their expected positions: a task would otherwise open its group's on its first row. A producer that
      * fails to open is left to the task, which reports the failure in its own words. */
-    static void warm(SinkOptions options) {
+    void warm(SinkOptions options) {
         ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(8, options.groupCount)));
         try {
             List<CompletableFuture<Void>> opening = new ArrayList<>();
             for (int g = 0; g < options.groupCount; g++) {
                 String txnId = options.transactionalId(g);
-                synchronized (SESSIONS) {
-                    if (SESSIONS.containsKey(txnId)) {
-                        continue;
-                    }
+                if (sessions.has(txnId)) {
+                    continue;
                 }
                 Map<String, Long> committed = new LinkedHashMap<>();
                 int group = g;
@@ -152,12 +144,23 @@ final class ProducerPool {
         }
     }
 
-    /** A new producer for ``txnId``, transactions initialised: older writers of the id are fenced. */
-    static KafkaProducer<byte[], byte[]> open(SinkOptions options, String txnId) {
+    /** Close the pooled producers a query's tasks released (the query stopped). */
+    void closeQuery(String queryKey) {
+        sessions.closeIf(session -> session.queryKey().equals(queryKey));
+    }
+
+    /** Producers now pooled (for tests and the mirror's resource count). */
+    int pooled() {
+        return sessions.size();
+    }
+
+    /** A new Kafka producer for ``txnId``, transactions initialised: older writers of the id are fenced. */
+    static KafkaProducer<byte[], byte[]> openTransactional(SinkOptions options, String txnId) {
         Properties props = new Properties();
         props.putAll(DEFAULTS);
         props.putAll(options.targetConfig);
         props.putAll(options.producerConfig);
+        props.put("batch.size", Integer.toString(options.batchSize(Integer.parseInt(props.getProperty("batch.size")))));
         props.put("transactional.id", txnId);
         props.put("enable.idempotence", "true");
         props.put("acks", "all");
@@ -172,42 +175,8 @@ final class ProducerPool {
         return producer;
     }
 
-    /** Close the pooled producers a query's tasks released (the query stopped). */
-    static void closeQuery(String queryKey) {
-        closeWhere(session -> session.queryKey().equals(queryKey));
-    }
-
-    /** Producers now pooled (for tests and the mirror's resource count). */
-    static int pooled() {
-        synchronized (SESSIONS) {
-            return SESSIONS.size();
-        }
-    }
-
-    static void evictIdle() {
-        long now = System.currentTimeMillis();
-        closeWhere(session -> now - session.idleSince() > IDLE_MS);
-    }
-
-    static void closeAll() {
-        closeWhere(session -> true);
-    }
-
-    private static void closeWhere(java.util.function.Predicate<Session> which) {
-        List<KafkaProducer<byte[], byte[]>> closing = new ArrayList<>();
-        synchronized (SESSIONS) {
-            for (java.util.Iterator<Session> it = SESSIONS.values().iterator(); it.hasNext();) {
-                Session session = it.next();
-                if (which.test(session)) {
-                    it.remove();
-                    closing.add(session.producer());
-                }
-            }
-        }
-        closing.forEach(ProducerPool::closeQuietly);
-    }
-
-    static void closeQuietly(KafkaProducer<byte[], byte[]> producer) {
+    /** Close a producer now, whatever state it is in. */
+    static void closeQuietly(Producer<byte[], byte[]> producer) {
         try {
             producer.close(java.time.Duration.ZERO);
         } catch (RuntimeException e) {

@@ -50,6 +50,13 @@ final class Progress {
      * The latest committed ``next`` of each of ``keys`` ("topic/partition" -> progress key) at or after state
      * offset ``fromOffset`` (absent: none): what a retried task reads back, since an earlier attempt may
      * have committed before it died.
+     *
+     * <p>Read up to the partition's high watermark as it is now, not only to its last stable offset: another
+     * group's transaction still open (a writer that stalled, or one slow to commit) holds the stable offset
+     * back, possibly below this group's last commit, which a read to the stable offset would then miss (its
+     * records were written again: 2,000 duplicates beside a loaded suite). Every earlier writer of this group
+     * was fenced before this read, so everything it committed is below the high watermark; the read waits,
+     * within its deadline, until the transactions before it ended.
      */
     static Map<String, Long> committedNext(Map<String, String> targetConfig, Map<String, byte[]> keys, long fromOffset) {
         Map<String, String> byKey = new HashMap<>();
@@ -64,12 +71,12 @@ final class Progress {
         try (KafkaConsumer<byte[], byte[]> consumer =
                      new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             consumer.assign(Collections.singletonList(tp));
-            long end = consumer.endOffsets(Collections.singletonList(tp), Duration.ofSeconds(30)).get(tp);
+            long end = highWatermark(props, tp);
             consumer.seek(tp, Math.max(0, fromOffset));
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
             while (consumer.position(tp, Duration.ofSeconds(30)) < end) {
                 if (System.nanoTime() > deadline) {
-                    throw new GeokafkaException(GeokafkaException.Kind.KAFKA, 7, true,
+                    throw new GeokafkaException(GeokafkaException.Kind.KAFKA, KafkaCodes.REQUEST_TIMED_OUT, true,
                             "reading " + Contract.STATE_TOPIC + " to its end timed out", null);
                 }
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(500));
@@ -82,5 +89,16 @@ final class Progress {
             }
         }
         return latest;
+    }
+
+    /** The end of ``tp`` as a read_uncommitted reader sees it: every record written, open transactions' too. */
+    private static long highWatermark(Properties props, TopicPartition tp) {
+        Properties uncommitted = new Properties();
+        uncommitted.putAll(props);
+        uncommitted.put("isolation.level", "read_uncommitted");
+        try (KafkaConsumer<byte[], byte[]> consumer =
+                     new KafkaConsumer<>(uncommitted, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            return consumer.endOffsets(Collections.singletonList(tp), Duration.ofSeconds(30)).get(tp);
+        }
     }
 }

@@ -21,14 +21,14 @@ public final class SinkOptions implements Serializable {
     final Map<String, String> producerConfig;
     /** Source topic -> target topic. */
     final Map<String, String> topicMap;
-    /** "topic/partition" -> its partition group (one transactional writer per group). */
+    /** Partition key ("topic/partition", {@link Contract#partitionKey}) -> its partition group (one transactional writer per group). */
     final Map<String, Integer> groupOf;
     /** How many groups the flow's partitions are split into. */
     final int groupCount;
     /** The generation of the flow's assignment: part of every transactional id, so a regrouped flow writes
      * under new ids (the driver fenced the previous generation's before the query started). */
     final long generation;
-    /** "topic/partition" -> [next source offset known to the driver, state offset to rescan from]. */
+    /** Partition key -> [next source offset known to the driver, state offset to rescan from]. */
     final Map<String, long[]> expected;
     /** The state topic's end when the driver read the state at the query's start (its writers fenced): every
      * progress committed before it is in {@link #expected}, so a read-back never starts before it. */
@@ -62,7 +62,7 @@ public final class SinkOptions implements Serializable {
         groupOf = new HashMap<>();
         for (int g = 0; g < groups.size(); g++) {
             int group = g;
-            groups.get(g).forEach((topic, parts) -> parts.forEach(p -> groupOf.put(topic + "/" + p, group)));
+            groups.get(g).forEach((topic, parts) -> parts.forEach(p -> groupOf.put(Contract.partitionKey(topic, p), group)));
         }
         groupCount = groups.size();
         generation = in.getLong(name("generation"), 0);
@@ -73,7 +73,7 @@ public final class SinkOptions implements Serializable {
         commitIntervalMs = in.getLong(name("commit_interval_ms"), 100);
         caughtUpCommitMs = in.getLong(name("caught_up_commit_ms"), 20);
         maxMessageBytes = in.json(name("max_message_bytes"), "{}", new TypeReference<Map<String, Long>>() {});
-        warmProducers = Boolean.parseBoolean(in.get(name("warm_producers"), "false"));
+        warmProducers = in.getBool(name("warm_producers"), false);
         reportAddress = in.get(name("report_address"), "");
         reportToken = in.get(name("report_token"), "");
     }
@@ -126,11 +126,28 @@ public final class SinkOptions implements Serializable {
         return "none".equals(producerConfig.getOrDefault("compression.type", ProducerPool.DEFAULT_COMPRESSION));
     }
 
+    /** The writer's batch.size when its batches are compressed and a target topic takes less than ``batchSize``
+     * bytes a batch: that topic's max.message.bytes (the smallest of the flow's). A batch the broker refuses as too
+     * large is split into batches of batch.size by the producer, as if uncompressed, and sent again: with
+     * batch.size at most the limit, only a record too large on its own is refused, and that is an error naming
+     * it, never a split that repeats until the transaction times out. Uncompressed records are checked one by one
+     * before sending instead (``PartitionWrites.maxBytes``). */
+    int batchSize(int batchSize) {
+        if (uncompressed()) {
+            return batchSize;
+        }
+        long smallest = batchSize;
+        for (long limit : maxMessageBytes.values()) {
+            smallest = Math.min(smallest, limit);
+        }
+        return (int) Math.max(1, smallest);
+    }
+
     /** The partition group of a source partition (a row of a partition no group holds is a planning error). */
     int groupOf(String topic, int partition) {
-        Integer group = groupOf.get(topic + "/" + partition);
+        Integer group = groupOf.get(Contract.partitionKey(topic, partition));
         if (group == null) {
-            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, -1, false,
+            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, KafkaCodes.NONE, false,
                     "flow " + flow + ": source partition " + topic + "/" + partition + " is in no partition group", null);
         }
         return group;
@@ -143,6 +160,6 @@ public final class SinkOptions implements Serializable {
 
     /** The expected [next, state hint] of a partition, [-1, 0] when the driver knows none. */
     long[] expectedOf(String topic, int partition) {
-        return expected.getOrDefault(topic + "/" + partition, new long[] {-1, 0});
+        return expected.getOrDefault(Contract.partitionKey(topic, partition), new long[] {-1, 0});
     }
 }

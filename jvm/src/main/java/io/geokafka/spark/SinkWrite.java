@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.StructType;
 /**
  * The driver side of one query's writes: hands each batch the next offsets it expects per source
  * partition, and learns the new ones from the batch's commit messages. Tasks commit their own Kafka
- * transactions; {@link #commit} only records what they did (and tells {@link SinkRegistry}).
+ * transactions; {@link #commit} only records what they did (and tells the driver's {@link QueryCommits}).
  */
 final class SinkWrite implements Write, StreamingWrite {
     private final SinkOptions options;
@@ -23,7 +23,7 @@ final class SinkWrite implements Write, StreamingWrite {
     SinkWrite(SinkOptions options, StructType schema) {
         this.options = options;
         this.schema = schema;
-        this.expected = SinkRegistry.expectations(options.queryKey, options.expected);
+        this.expected = SinkRegistry.EXPECTATIONS.of(options.queryKey, options.expected);
     }
 
     @Override
@@ -42,8 +42,8 @@ final class SinkWrite implements Write, StreamingWrite {
         synchronized (expected) {
             batch = options.withExpected(expected);
         }
-        if (options.warmProducers && SinkRegistry.firstEpoch(options.queryKey)) {
-            SinkRegistry.awaitWarm(options.queryKey);
+        if (options.warmProducers && SinkRegistry.WARMUP.firstEpoch(options.queryKey)) {
+            SinkRegistry.WARMUP.await(options.queryKey);
         }
         return new WriterFactory(batch, schema);
     }
@@ -69,7 +69,7 @@ final class SinkWrite implements Write, StreamingWrite {
         for (WriterCommitMessage message : messages) {
             if (message instanceof CommitMessage m) {
                 for (Map<String, Object> s : m.positions()) {
-                    String key = s.get(topic) + "/" + s.get(partition);
+                    String key = Contract.partitionKey((String) s.get(topic), ((Number) s.get(partition)).intValue());
                     long next = ((Number) s.get(nextOffset)).longValue();
                     long state = ((Number) s.get(stateOffset)).longValue();
                     long[] before = expected.getOrDefault(key, new long[] {-1, 0});
@@ -79,7 +79,7 @@ final class SinkWrite implements Write, StreamingWrite {
             }
         }
         if (!news.isEmpty()) {
-            SinkRegistry.record(options.queryKey, epochId, news);
+            SinkRegistry.COMMITS.record(options.queryKey, epochId, news);
         }
     }
 

@@ -11,6 +11,7 @@ record SourceReaderFactory(SourceOptions options, String stream) implements Part
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
-        return new GroupReader(options, stream, (GroupRange) partition);
+        return new GroupReader(options, stream, (GroupRange) partition,
+                CommitHandOff.ofTask(org.apache.spark.TaskContext.get()));
     }
 }

@@ -86,7 +86,7 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl, 
             long from = start.of(e.getKey().topic(), e.getKey().partition());
             if (e.getValue() < from) {
                 // new records would arrive at offsets this flow counts as replicated: stop, never skip them
-                throw new GeokafkaException(GeokafkaException.Kind.DATA_LOSS, -1, false, e.getKey() + ": the source log ends at "
+                throw new GeokafkaException(GeokafkaException.Kind.DATA_LOSS, KafkaCodes.NONE, false, e.getKey() + ": the source log ends at "
                         + e.getValue() + ", before the replicated position " + from
                         + " (topic re-created, or records lost in an unclean leader election)", null);
             }
@@ -219,7 +219,7 @@ final class SourceStream implements MicroBatchStream, SupportsAdmissionControl, 
         } catch (ExecutionException e) {
             throw KafkaErrors.of(e.getCause(), "source offsets of " + options.assign.keySet());
         } catch (java.util.concurrent.TimeoutException e) {
-            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, -1, true, "source offsets of " + options.assign.keySet()
+            throw new GeokafkaException(GeokafkaException.Kind.KAFKA, KafkaCodes.NONE, true, "source offsets of " + options.assign.keySet()
                     + ": no answer from the source cluster within " + LOOKUP_TIMEOUT_MS + " ms", e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

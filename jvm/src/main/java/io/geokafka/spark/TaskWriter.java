@@ -15,7 +15,7 @@ import org.apache.spark.unsafe.types.UTF8String;
  * Writes one task's rows: the rows of one partition group (the source reads one group per task), all in
  * the group's transactions, committed every {@code commit_interval_ms} (records become visible to
  * read_committed consumers within about that long, whatever the batch size), while the reader waits for
- * records too ({@link IdleHook}), and at the end of the task. While commits are slow (a backlog: each
+ * records too (the task's {@link CommitHandOff}), and at the end of the task. While commits are slow (a backlog: each
  * flushes a lot), the interval stretches to nine times the last commit's duration, at most 2 s, so
  * committing takes at most a tenth of the task's time.
  */
@@ -53,9 +53,12 @@ final class TaskWriter implements DataWriter<InternalRow> {
     private final int failAfterCommits;
     private final int failStallMs;
     private int commits;
+    /** The task's link to its reader, which lets this writer commit while it waits for records. */
+    private final CommitHandOff handOff;
 
-    TaskWriter(SinkOptions options, StructType schema, long epochId) {
+    TaskWriter(SinkOptions options, StructType schema, long epochId, CommitHandOff handOff) {
         this.options = options;
+        this.handOff = handOff;
         this.epochId = epochId;
         TaskContext task = TaskContext.get();
         // A retry must not take a pooled producer (it would trust the driver's expectations, which miss what the
@@ -76,12 +79,12 @@ final class TaskWriter implements DataWriter<InternalRow> {
         commitIntervalNanos = options.commitIntervalMs * 1_000_000L;
         intervalNanos = commitIntervalNanos;
         caughtUpNanos = Math.min(commitIntervalNanos, options.caughtUpCommitMs * 1_000_000L);
-        live = SinkRegistry.registered(options.queryKey);
+        live = SinkRegistry.COMMITS.registered(options.queryKey);
         if (live) {
-            SinkRegistry.writing(options.queryKey);
+            SinkRegistry.WRITERS.started(options.queryKey);
         }
         reports = live ? null : CommitReports.of(options);
-        IdleHook.register(this::commitIfDue);
+        handOff.attach(this::commitIfDue);
     }
 
     @Override
@@ -91,7 +94,8 @@ final class TaskWriter implements DataWriter<InternalRow> {
         if (current == null || p != currentPartition || !t.equals(currentTopic)) {
             String name = t.toString();
             int group = options.groupOf(name, p);
-            currentGroup = groups.computeIfAbsent(group, g -> new GroupTransaction(options, g, retry));
+            currentGroup = groups.computeIfAbsent(group, g -> new GroupTransaction(options, g, retry, ProducerPool.JVM,
+                    ReadBack.STATE_TOPIC));
             current = currentGroup.partition(name, p);
             currentTopic = t.clone();
             currentPartition = p;
@@ -125,7 +129,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
 
     @Override
     public WriterCommitMessage commit() {
-        IdleHook.clear();
+        handOff.detach();
         commitAll();
         List<Map<String, Object>> positions = new ArrayList<>();
         for (GroupTransaction txn : groups.values()) {
@@ -144,7 +148,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
 
     @Override
     public void abort() {
-        IdleHook.clear();
+        handOff.detach();
         for (GroupTransaction txn : groups.values()) {
             txn.abort();  // never leave a transaction open behind a failed task
         }
@@ -153,7 +157,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
 
     @Override
     public void close() {
-        IdleHook.clear();  // producers are released to the pool on commit and closed on abort
+        handOff.detach();  // producers are released to the pool on commit and closed on abort
     }
 
     private void commitAll() {
@@ -168,7 +172,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
                 List<Map<String, Object>> rows = new ArrayList<>();
                 moved.forEach(p -> rows.add(p.report(txn.group)));
                 if (live) {
-                    SinkRegistry.record(options.queryKey, epochId, rows);
+                    SinkRegistry.COMMITS.record(options.queryKey, epochId, rows);
                 } else {
                     reports.send(epochId, rows);
                 }

@@ -18,6 +18,6 @@ final class WriterFactory implements StreamingDataWriterFactory {
 
     @Override
     public DataWriter<InternalRow> createWriter(int partitionId, long taskId, long epochId) {
-        return new TaskWriter(options, schema, epochId);
+        return new TaskWriter(options, schema, epochId, CommitHandOff.ofTask(org.apache.spark.TaskContext.get()));
     }
 }

@@ -133,6 +133,84 @@ class ContractTest {
         assertEquals("127.0.0.1:9", parsed.clientConfig.get("bootstrap.servers"));
     }
 
+    private static String partitionKey(String topic, int partition) {
+        return at("partition_key").replace("{topic}", topic).replace("{partition}", Integer.toString(partition));
+    }
+
+    @Test
+    void thePartitionKeyIsTheContractsFormatWhereverTheSinkBuildsOrReadsOne() throws Exception {
+        assertEquals(partitionKey("orders.eu", 7), Contract.partitionKey("orders.eu", 7));
+        assertEquals(new org.apache.kafka.common.TopicPartition("orders.eu", 7),
+                Contract.parsePartitionKey(partitionKey("orders.eu", 7)));
+        org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class, () -> Contract.parsePartitionKey("orders"));
+        Map<String, String> given = SinkOptionsTest.minimal();
+        given.put(at("sink_options", "expected"), "{\"" + partitionKey("orders", 1) + "\": [33, 2]}");
+        given.put(at("sink_options", "query_key"), "contract-partition-key");
+        SinkOptions options = SinkOptions.parse(given);
+        assertEquals(33, options.expectedOf("orders", 1)[0]);  // the driver's keys, read
+        assertEquals(true, options.groupOf.containsKey(partitionKey("orders", 2)), options.groupOf.toString());
+        assertEquals(partitionKey("pay", 1), new PartitionWrites(options, "pay", 1, 0).key());
+        // a batch's commit messages become the next batch's expectations under the same keys
+        SinkWrite write = new SinkWrite(options, null);
+        PartitionWrites moved = new PartitionWrites(options, "orders", 1, 40);
+        write.commit(1, new org.apache.spark.sql.connector.write.WriterCommitMessage[] {
+            new CommitMessage(List.of(moved.report(1)), List.of())});
+        assertEquals(40, SinkRegistry.EXPECTATIONS.of("contract-partition-key", Map.of()).get(partitionKey("orders", 1))[0]);
+        SinkRegistry.forget("contract-partition-key");
+    }
+
+    /** Per shape of the contract: a value of that shape that fits {@link SinkOptionsTest#minimal} and
+     * {@link #minimalSource}, and one that is not of it (none for text). */
+    private static final Map<String, List<String>> SHAPES = Map.of(
+            "string", List.of("x"),
+            "long", List.of("77", "soon"),
+            "bool", List.of("true", "maybe"),
+            "json_strings", List.of("{\"bootstrap.servers\": \"127.0.0.1:9\"}", "[1]"),
+            "json_longs", List.of("{\"nyc.orders\": 1000}", "{\"nyc.orders\": \"many\"}"),
+            "json_partitions", List.of("{\"orders\": [0, 1]}", "{\"orders\": 0}"),
+            "json_groups", List.of("[{\"orders\": [0]}, {\"orders\": [1]}]", "{}"),
+            "json_starting", List.of("{\"orders\": {\"0\": 5}}", "[]"),
+            "json_expected", List.of("{\"" + partitionKey("orders", 0) + "\": [10, 4]}",
+                    "{\"" + partitionKey("orders", 0) + "\": 10}"));
+
+    static Map<String, String> minimalSource() {
+        Map<String, String> options = new HashMap<>();
+        options.put(at("source_options", "client_prefix") + "bootstrap.servers", "127.0.0.1:9");
+        options.put(at("source_options", "assign"), "{\"orders\": [0, 1]}");
+        return options;
+    }
+
+    @Test
+    void everyOptionHasADeclaredShapeAndTheSourceAndSinkReadItAsDeclared() {
+        assertEquals(new TreeSet<>(SHAPES.keySet()), fieldNames(SPEC.get("option_shapes").get("shapes")));
+        assertEquals(fieldNames(SPEC.get("source_options")), fieldNames(SPEC.get("option_shapes").get("source_options")));
+        assertEquals(fieldNames(SPEC.get("sink_options")), fieldNames(SPEC.get("option_shapes").get("sink_options")));
+        assertEquals("string", at("option_shapes", "source_options", "client_prefix"));  // each kafka.* setting as it is
+        checkShapes("source_options", minimalSource(), SourceOptions::parse, Set.of("client_prefix"));
+        checkShapes("sink_options", SinkOptionsTest.minimal(), SinkOptions::parse, Set.of());
+    }
+
+    private static void checkShapes(String section, Map<String, String> minimal,
+                                    java.util.function.Function<Map<String, String>, Object> parse, Set<String> skip) {
+        SPEC.get("option_shapes").get(section).fields().forEachRemaining(e -> {
+            if (skip.contains(e.getKey())) {
+                return;
+            }
+            String option = at(section, e.getKey());
+            List<String> samples = SHAPES.get(e.getValue().asText());
+            Map<String, String> right = new HashMap<>(minimal);
+            right.put(option, samples.get(0));
+            assertNotNull(parse.apply(right), option);
+            if (samples.size() > 1) {
+                Map<String, String> wrong = new HashMap<>(minimal);
+                wrong.put(option, samples.get(1));
+                IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                        () -> parse.apply(wrong), option + " = " + samples.get(1) + " is not " + e.getValue().asText());
+                assertEquals(true, refused.getMessage().contains("'" + option + "'"), refused.getMessage());
+            }
+        });
+    }
+
     private static Set<String> fieldNames(JsonNode node) {
         Set<String> out = new TreeSet<>();
         node.fieldNames().forEachRemaining(out::add);

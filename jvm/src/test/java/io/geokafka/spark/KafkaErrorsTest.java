@@ -50,4 +50,12 @@ class KafkaErrorsTest {
         GeokafkaException own = new GeokafkaException(GeokafkaException.Kind.DATA_LOSS, -1, true, "gap", null);
         assertSame(own, KafkaErrors.of(new RuntimeException(own), "reading"));
     }
+
+    @Test
+    void theNamedCodesAreKafkasWireCodes() {
+        // the driver reads kafka_code as a number: each name must stay the code Kafka sends
+        assertEquals(List.of(-1, 7, 10, 1), List.of(KafkaCodes.NONE, KafkaCodes.REQUEST_TIMED_OUT,
+                KafkaCodes.MESSAGE_TOO_LARGE, KafkaCodes.OFFSET_OUT_OF_RANGE));
+        assertEquals(KafkaCodes.REQUEST_TIMED_OUT, KafkaErrors.of(new TimeoutException("t"), "writing").kafkaCode());
+    }
 }

@@ -2,6 +2,7 @@ package io.geokafka.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -115,5 +116,48 @@ class RegistryAndPoolsTest {
         assertEquals(0, elsewhere.cursors.get(tp).records.size());  // another start: seek, nothing kept
         ConsumerPool.close(elsewhere);
         ConsumerPool.closeStream("s2");
+    }
+
+    @Test
+    void aWarmUpOpensEveryGroupsProducerAheadAndForgettingTheQueryClosesThem() {
+        List<org.apache.kafka.clients.producer.MockProducer<byte[], byte[]>> opened =
+                java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        ProducerPool producers = new ProducerPool(new ClientPool<>("test", 8, 1_000, new ClientPoolTest.ManualClock(),
+                session -> ProducerPool.closeQuietly(session.producer())), (options, txnId) -> {
+                    var producer = new org.apache.kafka.clients.producer.MockProducer<>(true,
+                            new org.apache.kafka.common.serialization.ByteArraySerializer(),
+                            new org.apache.kafka.common.serialization.ByteArraySerializer());
+                    opened.add(producer);
+                    return producer;
+                });
+        ProducerWarmup warmup = new ProducerWarmup(producers);
+        SinkOptions options = SinkOptionsTest.options(Map.of("query_key", "warm-q"));
+        warmup.start(options);
+        assertEquals(true, warmup.firstEpoch("warm-q"));
+        assertEquals(false, warmup.firstEpoch("warm-q"));
+        warmup.await("warm-q");
+        assertEquals(options.groupCount, producers.pooled());
+        warmup.forget("warm-q");
+        assertEquals(0, producers.pooled());
+        assertEquals(options.groupCount, opened.size());
+        assertEquals(true, opened.stream().allMatch(org.apache.kafka.clients.producer.MockProducer::closed));
+        assertEquals(true, warmup.firstEpoch("warm-q"));  // a restart of the query waits for its own warm-up
+    }
+
+    @Test
+    void eachQuerysWritersAndExpectationsAreItsOwnUntilItIsForgotten() {
+        QueryWriters writers = new QueryWriters();
+        writers.started("a");
+        writers.started("a");
+        assertEquals(2, writers.count("a"));
+        assertEquals(0, writers.count("b"));
+        writers.forget("a");
+        assertEquals(0, writers.count("a"));
+        QueryExpectations expectations = new QueryExpectations();
+        Map<String, long[]> first = expectations.of("a", Map.of("t/0", new long[] {5, 0}));
+        assertSame(first, expectations.of("a", Map.of()));  // every batch's write of the query shares them
+        assertEquals(5, first.get("t/0")[0]);
+        expectations.forget("a");
+        assertEquals(true, expectations.of("a", Map.of()).isEmpty());
     }
 }

@@ -2,7 +2,9 @@ package io.geokafka.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -28,6 +30,25 @@ class SinkLogicTest {
     static String value(RecordHeaders headers, String key) {
         Header h = headers.lastHeader(key);
         return h == null ? null : new String(h.value(), StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void theSourceValueWrittenAsBytesIsTheContractsForEveryOffsetWidth() {
+        Provenance provenance = new Provenance("nyc", "atl", "orders", 7);
+        for (long offset : new long[] {0, 9, 10, 99, 100, 12_345, 999_999_999_999L, Long.MAX_VALUE}) {
+            assertEquals(Contract.sourceHeaderValue("nyc", "orders", 7, offset),
+                    new String(provenance.sourceValue(offset), StandardCharsets.UTF_8));
+        }
+    }
+
+    @Test
+    void headerNamesAreDecodedOnceAndKeptApartFromTheRowsBytes() {
+        Provenance provenance = new Provenance("atl", "dal", "nyc.orders", 2);
+        RecordHeaders first = provenance.headers(headers("user", "u1", "trace-ü", "t1"), 1);
+        RecordHeaders second = provenance.headers(headers("user", "u2", "trace-ü", "t2"), 2);
+        assertSame(first.lastHeader("user").key(), second.lastHeader("user").key());
+        assertEquals("t2", value(second, "trace-ü"));
+        assertEquals("u2", value(second, "user"));
     }
 
     @Test
@@ -93,17 +114,35 @@ class SinkLogicTest {
     @Test
     void theReaderLetsItsTasksWriterCommitWhileItWaits() {
         long[] calls = {0};
-        assertEquals(100, IdleHook.idle(100));  // no writer in this thread: wait as long as asked
-        IdleHook.register(() -> {
+        CommitHandOff handOff = new CommitHandOff();
+        assertEquals(100, handOff.idle(100));  // no writer attached: wait as long as asked
+        handOff.attach(() -> {
             calls[0]++;
             return 20;
         });
-        try {
-            assertEquals(20, IdleHook.idle(100));
-            assertEquals(1, calls[0]);
-        } finally {
-            IdleHook.clear();
-        }
-        assertEquals(List.of(), List.of());
+        assertEquals(20, handOff.idle(100));
+        assertEquals(1, calls[0]);
+        assertEquals(10, handOff.idle(10));  // due in 20 ms, but never longer than asked
+        handOff.attach(() -> 0);
+        assertEquals(1, handOff.idle(100));  // due now: wait at least a millisecond
+        handOff.detach();
+        assertEquals(100, handOff.idle(100));
+        assertEquals(2, calls[0]);
+    }
+
+    @Test
+    void aTasksReaderAndWriterGetOneHandOffDroppedWhenTheTaskCompletes() {
+        List<Runnable> completion = new java.util.ArrayList<>();
+        int before = CommitHandOff.live();
+        CommitHandOff reader = CommitHandOff.of(9_001, completion::add);
+        CommitHandOff writer = CommitHandOff.of(9_001, completion::add);
+        assertSame(reader, writer);
+        assertEquals(1, completion.size(), "one completion listener per task");
+        assertNotSame(reader, CommitHandOff.of(9_002, completion::add));
+        assertNotSame(CommitHandOff.ofTask(null), CommitHandOff.ofTask(null));  // outside a task: unshared
+        completion.forEach(Runnable::run);
+        assertEquals(before, CommitHandOff.live());
+        assertNotSame(reader, CommitHandOff.of(9_001, completion::add));  // a later task of that id is another's
+        completion.get(completion.size() - 1).run();
     }
 }

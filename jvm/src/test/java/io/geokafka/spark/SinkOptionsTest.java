@@ -48,6 +48,17 @@ class SinkOptionsTest {
     }
 
     @Test
+    void compressedBatchesAreNoLargerThanTheSmallestTargetTopicTakes() {
+        Map<String, String> limits = Map.of("max_message_bytes", "{\"nyc.orders\": 2000, \"nyc.pay\": 1048588}");
+        assertEquals(2000, options(limits).batchSize(524288));  // the contract's default codec: compressed
+        assertEquals(524288, options(Map.of()).batchSize(524288));
+        Map<String, String> plain = new HashMap<>(limits);
+        plain.put("producer_config", "{\"compression.type\": \"none\"}");
+        assertEquals(524288, options(plain).batchSize(524288));  // checked record by record instead
+        assertEquals(true, options(plain).uncompressed());
+    }
+
+    @Test
     void aMalformedNumberNamesItsOption() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> options(Map.of("commit_interval_ms", "soon")));

@@ -1,0 +1,32 @@
+package io.geokafka.spark;
+
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * What earlier writers of a partition group committed, as a newly opened writer of its transactional id reads
+ * it back (partition key -> next source offset): an attempt that died after some commits of a batch the
+ * driver never heard the end of must not have its records written twice.
+ */
+@FunctionalInterface
+interface ReadBack {
+    /** The committed next offset of each partition of {@code group} that has one since the query started. */
+    Map<String, Long> committed(SinkOptions options, int group);
+
+    /** From the target's state topic, from the earliest state offset the driver gave a partition of the group
+     * (never before the state's end at the query's start: everything committed before it is in the driver's
+     * expectations, and a partition idle for long has an old hint that would read everything written since). */
+    ReadBack STATE_TOPIC = (options, group) -> {
+        Map<String, byte[]> keys = new HashMap<>();
+        long from = Long.MAX_VALUE;
+        for (Map.Entry<String, Integer> e : options.groupOf.entrySet()) {
+            if (e.getValue() == group) {
+                org.apache.kafka.common.TopicPartition tp = Contract.parsePartitionKey(e.getKey());
+                keys.put(e.getKey(), Progress.key(options.flow, tp.topic(), tp.partition()));
+                from = Math.min(from, options.expectedOf(tp.topic(), tp.partition())[1]);
+            }
+        }
+        return Progress.committedNext(options.targetConfig, keys, Math.max(from == Long.MAX_VALUE ? 0 : from,
+                options.stateFloor));
+    };
+}

@@ -1,0 +1,76 @@
+package io.geokafka.spark;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Test;
+
+/** A group's writer with the producers it opens and the read-back it does injected (Kafka's MockProducer, no
+ * broker): every producer it opens ends pooled or closed. */
+class GroupTransactionTest {
+    private final List<MockProducer<byte[], byte[]>> opened = new ArrayList<>();
+    private final ProducerPool producers = new ProducerPool(
+            new ClientPool<>("test", 8, 1_000, new ClientPoolTest.ManualClock(),
+                    session -> ProducerPool.closeQuietly(session.producer())),
+            (options, txnId) -> {
+                MockProducer<byte[], byte[]> producer = new MockProducer<>(true, new ByteArraySerializer(), new ByteArraySerializer());
+                producer.initTransactions();
+                opened.add(producer);
+                return producer;
+            });
+    private final SinkOptions options = SinkOptionsTest.options(Map.of());
+
+    private static final ReadBack NEVER = (options, group) -> {
+        throw new AssertionError("a producer still the owner reads nothing back");
+    };
+
+    @Test
+    void aReadBackThatThrowsClosesTheProducerItWasOpenedFor() {
+        GeokafkaException refused = new GeokafkaException(GeokafkaException.Kind.KAFKA, KafkaCodes.REQUEST_TIMED_OUT, true,
+                "reading the state topic timed out", null);
+        GeokafkaException thrown = assertThrows(GeokafkaException.class,
+                () -> new GroupTransaction(options, 0, true, producers, (o, g) -> {
+                    throw refused;
+                }));
+        assertSame(refused, thrown);
+        assertEquals(1, opened.size());
+        assertEquals(true, opened.get(0).closed(), "the producer opened for the read-back is closed");
+        assertEquals(0, producers.pooled(), "and not pooled");
+    }
+
+    @Test
+    void aWriterOpenedAnewResumesWhereTheReadBackSaysAnEarlierWriterCommitted() {
+        GroupTransaction txn = new GroupTransaction(options, 0, true, producers, (o, g) -> Map.of("orders/0", 15L));
+        PartitionWrites orders0 = txn.partition("orders", 0);
+        assertEquals(15, orders0.committedNext);  // the driver expected 10
+        txn.write(orders0, 12, null, "v".getBytes(), 1, null, true);
+        assertEquals(1, orders0.duplicates);
+        assertEquals(0, opened.get(0).history().size());
+        txn.abort();
+        assertEquals(true, opened.get(0).closed());
+    }
+
+    @Test
+    void aCommittedWriterIsPooledAndTakenBackWithoutAReadBackWhileStillTheOwner() {
+        GroupTransaction first = new GroupTransaction(options, 0, false, producers, (o, g) -> Map.of());
+        PartitionWrites orders0 = first.partition("orders", 0);
+        first.write(orders0, 10, null, "v".getBytes(), 1, null, true);
+        assertEquals(List.of(orders0), first.commit());
+        first.release();
+        assertEquals(1, producers.pooled());
+        assertEquals(1, opened.get(0).commitCount());
+
+        SinkOptions next = options.withExpected(Map.of("orders/0", new long[] {11, 0}));
+        GroupTransaction second = new GroupTransaction(next, 0, false, producers, NEVER);
+        assertEquals(1, opened.size(), "the pooled producer is reused");
+        assertEquals(0, producers.pooled());
+        assertEquals(11, second.partition("orders", 0).committedNext);
+        second.abort();
+    }
+}

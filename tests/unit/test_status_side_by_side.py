@@ -1,0 +1,66 @@
+"""`status` reads its flows side by side: a dead source's time-out is no other flow's wait (in-memory reads).
+
+The dead flow's source read does not return until every healthy flow has been read: were the flows read one
+after another (the dead one sorts first), the healthy reads would never start and the dead read would give up.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from geokafka.control.state_store import StateSnapshot
+from geokafka.monitoring import collect
+from geokafka.topology import parse_topology
+
+TOPOLOGY = parse_topology("""\
+clusters:
+  east: {bootstrap: 127.0.0.1:1}
+  north: {bootstrap: 127.0.0.1:2}
+  south: {bootstrap: 127.0.0.1:3}
+  west: {bootstrap: 127.0.0.1:4}
+flows:
+  east-west: {source: east, target: west, topics: [orders]}
+  north-west: {source: north, target: west, topics: [orders]}
+  south-west: {source: south, target: west, topics: [orders]}
+""")
+
+
+class InMemoryReads:
+    """Stands in for the collector's Kafka reads: every target's state is empty and current."""
+
+    def __init__(self, *_: object) -> None:
+        self.closed = False
+
+    def state(self, cluster: str) -> tuple[StateSnapshot, None]:
+        return StateSnapshot(), None
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_dead_source_s_read_waits_for_no_healthy_flow(monkeypatch: pytest.MonkeyPatch) -> None:
+    healthy_read = {"north-west": threading.Event(), "south-west": threading.Event()}
+    read_at: dict[str, int] = {}
+
+    def source_read(io: object, name: str, flow: object, state: StateSnapshot) -> tuple[list, str | None, None, int]:
+        if name == "east-west":  # the dead source: its time-out ends only once the others were read
+            both = all(event.wait(10) for event in healthy_read.values())
+            read_at[name] = int(time.time() * 1000)
+            return [], ("timed out" if both else "the healthy flows were never read beside this one"), None, read_at[name]
+        read_at[name] = int(time.time() * 1000)
+        healthy_read[name].set()
+        return [], None, None, read_at[name]
+
+    monkeypatch.setattr(collect, "ClusterReads", InMemoryReads)
+    monkeypatch.setattr(collect, "flow_partitions", source_read)
+    with collect.StatusCollector(TOPOLOGY) as collector:
+        report = collector.collect()
+    dead = report.flow("east-west")
+    assert dead.source_error is not None and dead.source_error.startswith("timed out"), dead.source_error
+    for name in healthy_read:
+        flow = report.flow(name)
+        assert flow.source_reachable and flow.source_error is None
+        assert read_at[name] <= read_at["east-west"]  # answered while the dead read still waited
