@@ -22,10 +22,9 @@ from pathlib import Path
 import pytest
 from kafka_util import create_topic, produce
 from mirror_util import PARTITIONS, Mirror, Traffic, assert_exactly_once, caught_up, target_ends, topology_file
-from pipeline_util import wait_for
+from pipeline_util import state_store, wait_for
 
 from geokafka.control.state_records import Heartbeat
-from geokafka.control.state_store import state_store
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240), pytest.mark.timeout(1200)]
 
@@ -47,6 +46,13 @@ def _listening(port: int) -> bool:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
             return True
     except OSError:
+        return False
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
         return False
 
 
@@ -109,12 +115,19 @@ class Standalone:
         """The executor JVMs worker ``n`` started (its children)."""
         return _children(self.workers[n].pid)
 
-    def kill_worker(self, n: int) -> list[int]:
-        """SIGKILL worker ``n``'s JVM alone, as a lost machine's would go; returns its executors' PIDs."""
-        orphans = self.executors(n)
+    def kill_worker(self, n: int) -> None:
+        """SIGKILL worker ``n``'s JVM and the executor JVMs it started, as a lost machine's would go; returns once
+        none of them runs (an executor left alone goes on writing until it notices its worker is gone)."""
+        executors = self.executors(n)
         self.workers[n].kill()
+        for pid in executors:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.workers[n].wait(30)
-        return orphans
+        wait_for(lambda: not any(Path(f"/proc/{pid}").exists() and not _zombie(pid) for pid in executors), 30,
+                 f"worker {n}'s executors to be gone")
 
     def stop(self) -> None:
         for proc in self._procs:
@@ -190,9 +203,11 @@ def test_a_lost_worker_neither_duplicates_nor_freezes(base_topology, east, west,
                      "an executor on each worker")
             wait_for(lambda: mirror.alive() and min(target_ends(west, target_topic).values()) > 200, 300,
                      "records flowing on every partition")
-            ends = target_ends(west, target_topic)
             killed_at = time.monotonic()
             standalone.kill_worker(live[0])
+            # measured once nothing of the lost worker writes: what its group's partitions gain from here on was
+            # written by what is left
+            ends = target_ends(west, target_topic)
             wait_for(lambda: mirror.alive() and all(e > ends[p] + 100 for p, e in target_ends(west, target_topic).items()),
                      280, "every partition to flow again after the worker's loss")
             resumed_s = time.monotonic() - killed_at
