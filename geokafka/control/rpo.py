@@ -8,14 +8,20 @@ after the look until it died::
 
     lost = W + sum(E - P)        (E - P is negative where replication passed the look)
     W   >= sum(max(0, P - E))    (records replicated past the look were written after it)
-    W   <= peak rate x max(1 s, time from the look until a look failed)
+    W   <= rate x max(1 s, time from the look until a look failed)
+
+The rate is the peak of the last minute of looks, or, when it is higher, the rate the records
+replicated past the look show: they were written within the span from the look to the newest
+one's timestamp, so some second after the look took at least ``sum(max(0, P - E)) / max(1 s,
+span)`` of them (a source that got busier after the look, e.g. when a stalled mirror freed the
+CPU its producers share, is not bounded by its calmer past).
 
 So the **lower bound** is ``sum(max(0, E - P))`` (seen and not replicated) and the **upper
 bound** ``sum(E - P) + W_max``. A lower bound of 0 proves nothing (the look may simply be older
 than the replicated position: the source kept writing after it), so it is shown as *unknown*
 with the look's age, never as "0 lost". Without a failed look (the mirror stopped too) there is
-no upper bound. The upper bound assumes the source never took more records in a second than
-its peak second of the last minute.
+no upper bound. The upper bound assumes the source never took more records in a second after
+the look than in the busiest second it was seen to take.
 
 **Seconds** are the span of the lost writes, from the oldest lost record's timestamp to the
 newest's. The oldest is no older than the last replicated record of a partition with seen
@@ -100,6 +106,7 @@ class RpoInterval:
     gone_at_ms: int | None = None
     """When a look at the source first failed (the mirror's, or the report's own probe)."""
     peak_rate: float | None = None
+    """Records/s the upper bound assumes the source took at most after the look."""
     replicated_past_observation: int = 0
     """Records replicated beyond the last look: written after it, so the look is stale."""
     reason: str | None = None
@@ -174,6 +181,7 @@ def rpo_interval(observation: SourceEnds | None, progress: Mapping[TopicPartitio
         return RpoInterval.unknown("the mirror never observed the source")
     lower = ahead = signed = 0
     oldest_ms: int | None = observation.at_ms  # no lost write is older than this
+    newest_ahead_ms: int | None = None  # the newest record replicated past the look
     for key, end in observation.ends.items():
         record = progress.get(contract.parse_partition_key(key))
         nxt = record.next if record is not None else 0
@@ -182,24 +190,38 @@ def rpo_interval(observation: SourceEnds | None, progress: Mapping[TopicPartitio
             lower += end - nxt
             stamp = record.last_timestamp if record is not None else -1
             oldest_ms = None if stamp < 0 or oldest_ms is None else min(oldest_ms, stamp)
-        else:
+        elif nxt > end:
             ahead += nxt - end
+            stamp = record.last_timestamp if record is not None else -1
+            if stamp >= 0:
+                newest_ahead_ms = stamp if newest_ahead_ms is None else max(newest_ahead_ms, stamp)
     failed = [t for t in (observation.failed_at_ms, gone_at_ms) if t is not None]
     gone = min(failed) if failed else None
     age = max(0.0, ((gone if gone is not None else now_ms) - observation.at_ms) / 1000)
     upper: int | None = None
     seconds_upper: float | None = None
     reason = None
+    rate = observation.peak_rate
     if gone is None:
         reason = "no failed look at the source is known (the source may still be up, or the mirror stopped too)"
     elif observation.peak_rate is None:
         reason = "the mirror saw too few observations to know the source's write rate"
     else:
-        written_after = max(math.ceil(observation.peak_rate * max(1.0, age)), ahead)
+        rate = max(observation.peak_rate, _rate_after(ahead, observation.at_ms, newest_ahead_ms))
+        written_after = max(math.ceil(rate * max(1.0, age)), ahead)
         upper = max(lower, signed + written_after)
         if upper == 0:
             seconds_upper = 0.0
         elif oldest_ms is not None:
             seconds_upper = max(0.0, (gone - oldest_ms) / 1000)
     return RpoInterval(OBSERVED, lower, upper, 0.0, seconds_upper, observation.at_ms, age, gone,
-                       observation.peak_rate, ahead, reason)
+                       rate, ahead, reason)
+
+
+def _rate_after(ahead: int, look_ms: int, newest_ms: int | None) -> float:
+    """Records/s some second after the look took at least: ``ahead`` records replicated past it were written
+    between the look and ``newest_ms`` (without a timestamp, within a second is the safe side)."""
+    if ahead == 0:
+        return 0.0
+    span_s = 0.0 if newest_ms is None else (newest_ms - look_ms) / 1000
+    return ahead / max(1.0, span_s)

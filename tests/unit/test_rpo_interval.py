@@ -3,9 +3,11 @@ loss is never shown as "0"."""
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections import deque
+from dataclasses import replace
 
 import pytest
 
@@ -53,6 +55,22 @@ def test_an_observation_older_than_what_was_replicated_says_unknown_not_zero() -
     assert text.startswith("unknown, at most 1,000 records, up to 3.5 s")
     assert "3.5 s old" in text and "behind what was replicated by 50 records" in text
     assert not re.search(r"(?<![\d,])0 records|at least 0|\b0 to ", text)
+
+
+def test_a_source_busier_after_the_look_than_before_is_bounded_by_what_was_replicated_past_it() -> None:
+    """A CI run of issue 36's run 3 (load 50): the mirror's Python paused 3.4 s freed the CPU the test's producer
+    shared, the source took 209 records/s after the look against a peak of 188 before, and 206 records were lost
+    where the peak alone allowed 135. The 497 records replicated past the look, written within 2.3 s of it, show
+    the busier source."""
+    obs = SourceEnds("f", 10_000, {"orders/0": 1_000, "orders/1": 1_000}, peak_rate=187.7, failed_at_ms=13_365)
+    replicated = progress(p0=(1_250, 12_300), p1=(1_247, 12_280))
+    rpo = rpo_interval(obs, replicated, now_ms=14_000)
+    assert rpo.replicated_past_observation == 497 and rpo.records_lower == 0
+    assert rpo.peak_rate == pytest.approx(497 / 2.3)
+    assert rpo.records_upper == math.ceil(497 / 2.3 * 3.365) - 497 and rpo.records_upper >= 206
+    # the peak bounds it when it is the higher rate; without a timestamp the records count as one second's
+    assert rpo_interval(replace(obs, peak_rate=400.0), replicated, 14_000).records_upper == 1346 - 497
+    assert rpo_interval(obs, progress(p0=(1_250, -1), p1=(1_247, -1)), 14_000).peak_rate == 497.0
 
 
 def test_without_a_failed_look_there_is_no_upper_bound() -> None:
