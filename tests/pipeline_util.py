@@ -22,9 +22,14 @@ from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_store import KafkaStateStore, StateSnapshot
 from geokafka.control.state_stores import StateStores
 from geokafka.errors import GeokafkaError
+from geokafka.pipeline.flow_jobs import HEARTBEAT_S
 from geokafka.pipeline.mirror import mirror
 from geokafka.pipeline.runner import FlowRunner, PartitionProgress
 from geokafka.topology.schema import Flow, Topology
+
+FRESH_HEARTBEAT_S = HEARTBEAT_S + 2.0
+"""The oldest heartbeat `status` may show a live mirror with: one beat's interval, plus the beat's own state read
+before its write and the write's ack, which take up to 2 s on this suite's loaded machine (load 30-50)."""
 
 
 def with_flows(base: Topology, **flows: dict[str, Any]) -> Topology:

@@ -128,6 +128,9 @@ class StateSnapshot:
     layout_seen: bool = False
     """The control partition holds the :class:`~geokafka.control.state_records.Layout` marker: control keys in the
     data partition are not state any more."""
+    read_at_ms: int = 0
+    """Wall-clock ms when the read that made this snapshot asked for the ends it read to: every record
+    committed before then is in it (0: never read). Ages of what it holds count from here."""
     _decoded: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)
     """Key -> (the offset it was read at, its decoded value), shared by a store's snapshot and every copy of
     it: an entry serves whichever snapshot holds the key at that offset, so a repeated read (a heartbeat,
@@ -295,7 +298,7 @@ class StateSnapshot:
     def copy(self) -> StateSnapshot:
         """A snapshot that later reads of its store leave as it is."""
         return StateSnapshot(dict(self.raw), dict(self.offsets), self.end_offset, self.control_end_offset,
-                             self.layout_seen, self._decoded, self._typed)
+                             self.layout_seen, self.read_at_ms, self._decoded, self._typed)
 
 
 def encode_value(value: Mapping[str, Any] | None) -> bytes | None:
@@ -351,7 +354,7 @@ class InMemoryStateStore(StateStore):
     def read(self, timeout_s: float = 60.0) -> StateSnapshot:
         """Everything written so far, each record in its key's partition, as the Kafka store reads it."""
         self.reads += 1
-        snapshot = StateSnapshot()
+        snapshot = StateSnapshot(read_at_ms=int(time.time() * 1000))
         ends = [0] * STATE_PARTITIONS
         for key, value in self.log:
             partition = partition_of(key)
@@ -539,8 +542,10 @@ class KafkaStateStore(StateStore):
         return len(carried)
 
     def _catch_up(self, timeout_s: float) -> None:
+        read_at_ms = int(time.time() * 1000)
         try:
             if self.partitions(timeout_s) == 0:
+                self._snapshot.read_at_ms = read_at_ms
                 return  # no state topic yet: nothing replicated, nothing decided
             consumer = self._consumer_at(timeout_s)
             # read_committed ends are last stable offsets: what is committed up to the first open transaction (the
@@ -579,6 +584,7 @@ class KafkaStateStore(StateStore):
                     key = raw_key.decode() if isinstance(raw_key, bytes) else (raw_key or "")
                     self._snapshot.apply(key, msg.value(), offset, msg.partition() or DATA_PARTITION)
             self._snapshot.end_offset = max(self._snapshot.end_offset, targets[DATA_PARTITION])
+            self._snapshot.read_at_ms = read_at_ms
             if CONTROL_PARTITION in targets:
                 self._snapshot.control_end_offset = max(self._snapshot.control_end_offset, targets[CONTROL_PARTITION])
         except KafkaException as exc:
@@ -588,6 +594,7 @@ class KafkaStateStore(StateStore):
             self._drop_clients()
             if exc.args and exc.args[0].code() in _NO_TOPIC:
                 self.forget_layout()
+                self._snapshot.read_at_ms = read_at_ms
                 return  # no state topic yet (or not any more): nothing replicated, nothing decided
             raise_mapped(self.conn, f"reading {STATE_TOPIC}", exc)
 

@@ -122,8 +122,11 @@ class StatusCollector:
         record = None if heartbeat is None else heartbeat.as_dict()
         partitions, source_error, observed_ms, now_ms = flow_partitions(io, name, flow, state)
         reachable = source_error is None
-        view = mirror_view(state, name, now_ms)
-        shown, age = headline_state(record, now_ms, reachable, self.stale_after_s, state.role(name),
+        # what the state holds is as old as it was when read, not when the source answered after it (a slow source
+        # read would age every heartbeat); a failed read's older snapshot ages to now
+        as_of_ms = state.read_at_ms if state_error is None and state.read_at_ms > 0 else now_ms
+        view = mirror_view(state, name, as_of_ms)
+        shown, age = headline_state(record, as_of_ms, reachable, self.stale_after_s, state.role(name),
                                     view.might_reach_source)
         status = FlowStatus(
             name=name, source=flow.source, target=flow.target, state=shown, heartbeat_age_s=age,

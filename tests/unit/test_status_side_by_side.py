@@ -12,6 +12,7 @@ import time
 import pytest
 
 from geokafka.control.state_store import StateSnapshot
+from geokafka.errors import GeokafkaError
 from geokafka.monitoring import collect
 from geokafka.topology import parse_topology
 
@@ -64,3 +65,31 @@ def test_a_dead_source_s_read_waits_for_no_healthy_flow(monkeypatch: pytest.Monk
         flow = report.flow(name)
         assert flow.source_reachable and flow.source_error is None
         assert read_at[name] <= read_at["east-west"]  # answered while the dead read still waited
+
+
+def test_a_heartbeat_is_as_old_as_when_the_state_was_read_not_when_the_source_answered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source is read after the state: its seconds (a loaded machine, a slow link) are not the heartbeat's.
+    A failed state read shows its older snapshot, whose heartbeat ages to now."""
+    from geokafka.control.state_store import InMemoryStateStore
+
+    store = InMemoryStateStore()
+    store.set_flow_state("north-west", "running")
+    failed: list[bool] = [False]
+
+    class Reads(InMemoryReads):
+        def state(self, cluster: str) -> tuple[StateSnapshot, Exception | None]:  # type: ignore[override]
+            snapshot = store.read()
+            return snapshot, (GeokafkaError("west: timed out") if failed[0] else None)
+
+    def slow_source(io: object, name: str, flow: object, state: StateSnapshot) -> tuple[list, None, None, int]:
+        return [], None, None, state.read_at_ms + 4_000  # the source answered 4 s after the state was read
+
+    monkeypatch.setattr(collect, "ClusterReads", Reads)
+    monkeypatch.setattr(collect, "flow_partitions", slow_source)
+    with collect.StatusCollector(TOPOLOGY, ["north-west"]) as collector:
+        fresh = collector.collect().flow("north-west")
+        failed[0] = True
+        stale = collector.collect().flow("north-west")
+    assert fresh.state == "running" and fresh.heartbeat_age_s is not None and fresh.heartbeat_age_s < 1.0
+    assert stale.heartbeat_age_s is not None and stale.heartbeat_age_s >= 4.0

@@ -35,6 +35,7 @@ from rich.console import Console
 from geokafka.cli.failover_cmd import render_report
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.provenance import STRANDED_HEADER, SourcePosition, header_value, source_position
+from geokafka.control.source_ends import OBSERVE_TIMEOUT_S
 from geokafka.control.state_records import Role
 from geokafka.control.state_store import ensure_state_topic
 from geokafka.failover.failover import FailoverReport, failover
@@ -42,6 +43,7 @@ from geokafka.failover.reconcile import reconcile
 from geokafka.infra.local_cluster import kill_node, start_cluster
 from geokafka.monitoring.collect import collect_status
 from geokafka.monitoring.status_render import render_report as render_status
+from geokafka.pipeline.flow_jobs import OBSERVE_MAX_PERIOD_S
 from geokafka.topology.schema import Topology
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=330), pytest.mark.timeout(1200)]
@@ -289,8 +291,11 @@ def test_a_disaster_s_loss_lies_in_the_reported_interval_and_reconcile_counts_it
     assert rpo.seconds_upper is not None and truth_s <= rpo.seconds_upper
     if not paused:
         assert rpo.records_upper - rpo.records_lower <= 2 * run.peak_rate
-        # the mirror looks every 250 ms, stretched by its CPU share to 0.75 s at most, whatever the load
-        assert rpo.observation_age_s is not None and rpo.observation_age_s < 1.0, rpo.headline()
+        # the mirror looks every 250 ms, stretched by its CPU share to 0.75 s at most, and a look at a dead site fails
+        # at once (the refused connection) or at its time-out: the last look is at most that old when one fails (under
+        # 1 s on a quiet machine, 1.3 s seen at load 30 where the job's thread woke late: the bound is the design's)
+        assert rpo.observation_age_s is not None, rpo.headline()
+        assert rpo.observation_age_s <= OBSERVE_MAX_PERIOD_S + OBSERVE_TIMEOUT_S, rpo.headline()
     else:  # issue 36's run 3: the look is older than what was replicated
         assert rpo.observation_age_s is not None and rpo.observation_age_s >= 3
         assert rpo.replicated_past_observation > 0
