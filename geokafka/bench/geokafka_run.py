@@ -11,25 +11,29 @@ from typing import Any
 
 from geokafka import contract
 from geokafka.bench.replicator import run_replicator
-from geokafka.bench.setup import bench_flow, bench_topology_text
+from geokafka.bench.setup import TopicSet, as_set, bench_flow, bench_topology_text
 
 
-def run_geokafka(work: Path, state_dir: Path, topic: str, records: int, size: int, lat_topic: str | None,
-                 mode: str = "real-time", status_cost: bool = False, **kw: Any) -> dict[str, Any]:
-    """Replicate ``topic`` (and ``lat_topic``) with the geokafka pipeline until the target holds ``records``; with
-    ``status_cost``, what a `geokafka status` of the running flow costs (:func:`status_command_cost`)."""
+def run_geokafka(work: Path, state_dir: Path, topic: str | TopicSet, records: int, size: int,
+                 lat_topic: str | TopicSet | None, mode: str = "real-time", status_cost: bool = False,
+                 **kw: Any) -> dict[str, Any]:
+    """Replicate ``topic`` (and ``lat_topic``; each a topic or a set of them) with the geokafka pipeline until the
+    target holds ``records``; with ``status_cost``, what a `geokafka status` of the running flow costs
+    (:func:`status_command_cost`)."""
     work.mkdir(parents=True, exist_ok=True)
-    topics = [t for t in (topic, lat_topic) if t]
-    file = work / f"geokafka-{mode}-{topic}.yaml"
-    file.write_text(bench_topology_text(state_dir, topics, mode=mode))
+    data, lat = as_set(topic), None if lat_topic is None else as_set(lat_topic)
+    file = work / f"geokafka-{mode}-{data.prefix}.yaml"
+    file.write_text(bench_topology_text(state_dir, mode=mode, patterns=[s.pattern for s in (data, lat) if s]))
     flow, separator = bench_flow(mode)
     cmd = [sys.executable, "-m", "geokafka", "--json", "-f", str(file), "mirror", flow]
     name = "geokafka" if mode == "real-time" else f"geokafka-{mode}"
     if status_cost:
         kw["while_running"] = lambda: {"status": status_command_cost(file, flow)}
-    result = run_replicator(name, cmd, work / f"{name}-{topic}.log", topic=topic,
-                            target_topic=f"src{separator}{topic}", records=records, size=size, lat_topic=lat_topic,
-                            lat_target=f"src{separator}{lat_topic}" if lat_topic else None, **kw)
+    target = f"src{separator}"
+    result = run_replicator(name, cmd, work / f"{name}-{data.prefix}.log", topic=data.prefix,
+                            target_topic=data.target(target), records=records, size=size,
+                            lat_topic=None if lat is None else lat.names,
+                            lat_target=None if lat is None else lat.targets(target), **kw)
     result["config"] = {"master": "local[*]", "mode": mode, "groups": "one per core",
                         **({"trigger_ms": 0, "max_records_per_batch": 200_000} if mode == "micro-batch" else {}),
                         "writer": "geokafka's JVM sink: one transactional producer per partition group, a transaction "

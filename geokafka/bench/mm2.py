@@ -16,7 +16,7 @@ from typing import Any
 
 from geokafka.artifacts import jars
 from geokafka.bench.replicator import run_replicator
-from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION
+from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, TopicSet, as_set
 from geokafka.infra import kafka_class_archive
 
 LOG4J = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
@@ -25,10 +25,10 @@ EOS_ALIAS = "mm2eos"
 EOS_REST_PORT = 24083
 
 
-def mm2_properties(topics: list[str], tasks: int, exactly_once: bool = False) -> str:
-    """The generated mm2.properties for replicating exactly ``topics``."""
+def mm2_properties(patterns: list[str], tasks: int, exactly_once: bool = False) -> str:
+    """The generated mm2.properties for replicating exactly the topics ``patterns`` (regular expressions) match."""
     alias = EOS_ALIAS if exactly_once else ALIAS
-    regex = "|".join(t.replace(".", "\\\\.") for t in topics)
+    regex = "|".join(p.replace("\\", "\\\\") for p in patterns)  # a backslash is an escape in .properties
     props = {
         "clusters": f"{alias}, dst",
         f"{alias}.bootstrap.servers": SRC,
@@ -74,22 +74,25 @@ def mm2_properties(topics: list[str], tasks: int, exactly_once: bool = False) ->
     return "".join(f"{k} = {v}\n" for k, v in props.items())
 
 
-def run_mm2(work: Path, topic: str, records: int, size: int, lat_topic: str | None, exactly_once: bool = False,
-            **kw: Any) -> dict[str, Any]:
-    """Replicate ``topic`` (and ``lat_topic``) with MM2 until the target holds ``records``."""
+def run_mm2(work: Path, topic: str | TopicSet, records: int, size: int, lat_topic: str | TopicSet | None,
+            exactly_once: bool = False, **kw: Any) -> dict[str, Any]:
+    """Replicate ``topic`` (and ``lat_topic``; each a topic or a set of them) with MM2 until the target holds
+    ``records``."""
     tasks = os.cpu_count() or 2
     work.mkdir(parents=True, exist_ok=True)
     name = "mm2-eos" if exactly_once else "mm2"
     alias = EOS_ALIAS if exactly_once else ALIAS
-    config = work / f"{name}-{topic}.properties"
-    config.write_text(mm2_properties([t for t in (topic, lat_topic) if t], tasks, exactly_once))
+    data, lat = as_set(topic), None if lat_topic is None else as_set(lat_topic)
+    config = work / f"{name}-{data.prefix}.properties"
+    config.write_text(mm2_properties([s.pattern for s in (data, lat) if s], tasks, exactly_once))
     # the class archive of the local brokers fits every JVM on Kafka's classpath (geokafka's Spark has its own)
     cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", *kafka_class_archive.java_options(),
            f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={work}",
            "-cp", jars.kafka_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(config),
            "--clusters", "dst"]
-    result = run_replicator(name, cmd, work / f"{name}-{topic}.log", topic=topic, target_topic=f"{alias}.{topic}",
-                            records=records, size=size, lat_topic=lat_topic,
-                            lat_target=f"{alias}.{lat_topic}" if lat_topic else None, **kw)
+    result = run_replicator(name, cmd, work / f"{name}-{data.prefix}.log", topic=data.prefix,
+                            target_topic=data.target(f"{alias}."), records=records, size=size,
+                            lat_topic=None if lat is None else lat.names,
+                            lat_target=None if lat is None else lat.targets(f"{alias}."), **kw)
     result["config"] = {"tasks.max": tasks, "mode": "dedicated", "exactly_once": exactly_once, "file": str(config)}
     return result

@@ -1,10 +1,12 @@
-"""The bench's scaling section: geokafka over 12 to 2,000 partitions, MirrorMaker 2 beside it at the largest.
+"""The bench's scaling section: geokafka over 12 to 5,000 partitions, MirrorMaker 2 beside it at 2,000.
 
-Per partition count P, the same data: a backlog of ``records`` records of ``size`` bytes spread over the P
-partitions, replicated from the start (throughput, first record, the time the whole backlog took), then
-``rate`` records/s for ``latency_s`` seconds (p50 / p99), then ``idle_s`` seconds with no traffic at all (the
-contender's CPU and the target broker's, and how fast the target's internal topics grow). Threads, sockets and
-RSS are the peaks of the contender's process tree over the run.
+Each shape is T topics of P partitions (the large ones many topics of 10 partitions, as real clusters spread
+them: 200 x 10, 500 x 10). Per shape, the same data: a backlog of ``records`` records of ``size`` bytes spread
+over every partition, replicated from the start (throughput, first record, the time the whole backlog took),
+then ``rate`` records/s for ``latency_s`` seconds spread over latency topics of the same shape (p50 / p99), then,
+at MirrorMaker 2's shape and the largest, ``idle_s`` seconds with no traffic at all (the contender's CPU and the
+target broker's, and how fast the target's internal topics grow). Threads, sockets and RSS are the peaks of the
+contender's process tree over the run.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 from geokafka.bench.geokafka_run import run_geokafka
 from geokafka.bench.mm2 import run_mm2
-from geokafka.bench.setup import SRC, create_topic, load
+from geokafka.bench.setup import SRC, TopicSet, create_topic, load
 from geokafka.control.state_records import STATE_TOPIC
 from geokafka.infra.local_cluster import LocalClusterSpec, running_nodes
 
@@ -45,44 +47,52 @@ def broker_pid(target: LocalClusterSpec) -> int | None:
     return next(iter(running.values()), None)
 
 
-def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, partitions: tuple[int, ...], records: int,
+Shape = tuple[int, int]
+"""(topics, partitions per topic)."""
+
+
+def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: tuple[Shape, ...], records: int,
                 size: int, rate: float, latency_s: float, idle_s: float, say: Say,
                 mm2_at: int | None) -> list[dict[str, Any]]:
-    """One row per partition count for geokafka, and one for MirrorMaker 2 at ``mm2_at`` partitions."""
+    """One row per shape for geokafka, and one for MirrorMaker 2 at the shape of ``mm2_at`` partitions."""
     rows: list[dict[str, Any]] = []
-    for count in partitions:
-        topic = f"bench.scale.p{count}"
-        say(f"scaling: {count} partitions: loading {records:,} x {size} B")
-        load(SRC, topic, records, size, count)
+    largest = max(t * p for t, p in shapes)
+    for topics, per_topic in shapes:
+        count = topics * per_topic
+        data = TopicSet(f"bench.scale.{topics}x{per_topic}", topics, per_topic)
+        say(f"scaling: {topics} x {per_topic} partitions: loading {records:,} x {size} B")
+        load(SRC, data, records, size, per_topic)
         for name in ["geokafka", *(["mm2"] if count == mm2_at else [])]:
-            lat = f"bench.scale.lat.p{count}.{name}"
-            create_topic(SRC, lat, count)
-            say(f"scaling: {count} partitions: {name} (backlog, then {rate:,.0f} rec/s, then {idle_s:.0f} s idle)")
+            lat = TopicSet(f"bench.scale.lat.{topics}x{per_topic}.{name}", topics, per_topic)
+            create_topic(SRC, lat.names, per_topic)
+            idle = idle_s if count in (largest, mm2_at) else 0.0
+            say(f"scaling: {topics} x {per_topic} partitions: {name} (backlog, then {rate:,.0f} rec/s"
+                + (f", then {idle:.0f} s idle)" if idle else ")"))
             kwargs: dict[str, Any] = {"lat_rate": rate, "lat_s": latency_s, "lat_warmup_s": 5.0,
                                       "timeout_s": 600 + records / 200, "broker_pid": broker_pid(target),
-                                      "idle_s": idle_s if count == max(partitions) else 0.0,
-                                      "log_sizes": internal_topic_bytes(target)}
+                                      "idle_s": idle, "log_sizes": internal_topic_bytes(target)}
             load_before = os.getloadavg()[0]
             try:
                 if name == "geokafka":
-                    result = run_geokafka(work, state_dir, topic, records, size, lat, status_cost=True, **kwargs)
+                    result = run_geokafka(work, state_dir, data, records, size, lat, status_cost=True, **kwargs)
                 else:
-                    result = run_mm2(work, topic, records, size, lat, **kwargs)
+                    result = run_mm2(work, data, records, size, lat, **kwargs)
             except Exception as exc:  # noqa: BLE001 - a contender that fails is reported as not run, with why
-                say(f"[red]scaling: {name} at {count} partitions did not run: {exc}[/]")
-                rows.append({"contender": name, "partitions": count, "ran": False, "reason": f"{type(exc).__name__}: {exc}"})
+                say(f"[red]scaling: {name} at {topics} x {per_topic} partitions did not run: {exc}[/]")
+                rows.append({"contender": name, "topics": topics, "partitions": count, "ran": False,
+                             "reason": f"{type(exc).__name__}: {exc}"})
                 continue
             result["load_avg_1m"] = [round(load_before, 2), round(os.getloadavg()[0], 2)]
-            rows.append(scaling_row(name, count, result))
+            rows.append(scaling_row(name, topics, count, result))
     return rows
 
 
-def scaling_row(name: str, partitions: int, result: dict[str, Any]) -> dict[str, Any]:
-    """What the table shows of one contender's run at one partition count."""
+def scaling_row(name: str, topics: int, partitions: int, result: dict[str, Any]) -> dict[str, Any]:
+    """What the table shows of one contender's run at one shape (``partitions`` over ``topics`` topics)."""
     latency = result.get("latency") or {}
     idle = result.get("idle") or {}
     return {
-        "contender": name, "partitions": partitions, "ran": True,
+        "contender": name, "topics": topics, "partitions": partitions, "ran": True,
         "records_per_s": result.get("records_per_s"), "first_record_s": result.get("startup_s"),
         "backlog_done_s": result.get("wall_s"), "cpu_s_per_gb": result.get("cpu_s_per_gb"),
         "p50_ms": latency.get("p50_ms"), "p99_ms": latency.get("p99_ms"),

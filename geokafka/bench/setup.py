@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +44,52 @@ pipeline:
 """
 
 
+@dataclass(frozen=True)
+class TopicSet:
+    """``topics`` topics of ``partitions`` partitions each: ``<prefix>.000``, ``<prefix>.001``, ... (one topic is
+    ``prefix`` itself), as real clusters spread their partitions over many topics."""
+
+    prefix: str
+    topics: int = 1
+    partitions: int = 1
+
+    @property
+    def names(self) -> list[str]:
+        """Every topic's name."""
+        return [self.prefix] if self.topics == 1 else [f"{self.prefix}.{i:03d}" for i in range(self.topics)]
+
+    @property
+    def total_partitions(self) -> int:
+        """Partitions over every topic."""
+        return self.topics * self.partitions
+
+    @property
+    def pattern(self) -> str:
+        """A regular expression matching exactly these topics' names (a flow's topic selection, MM2's topics)."""
+        return re.escape(self.prefix) + ("" if self.topics == 1 else r"\.[0-9][0-9][0-9]")  # librdkafka's regex too
+
+    def target(self, prefix: str) -> str:
+        """The replicas' names on the target under ``prefix``: the one topic's name, or a ``^`` pattern of them all
+        (a consumer subscribes to either)."""
+        return prefix + self.prefix if self.topics == 1 else "^" + re.escape(prefix) + self.pattern + "$"
+
+    def targets(self, prefix: str) -> list[str]:
+        """Every replica's name on the target under ``prefix``."""
+        return [prefix + name for name in self.names]
+
+
+def as_set(topic: str | TopicSet, partitions: int = 1) -> TopicSet:
+    """A single topic as a set of one."""
+    return topic if isinstance(topic, TopicSet) else TopicSet(topic, 1, partitions)
+
+
 def bench_topology_text(state_dir: Path, topics: list[str] | None = None, max_batch: int = 200_000,
-                        mode: str = "real-time") -> str:
-    """YAML of the bench topology; the one flow ``bench`` replicates exactly ``topics`` (src -> dst, prefix), with
-    geokafka's defaults (master local[*], partition groups = cores) but for ``mode``."""
-    names = topics or ["bench-none"]
-    regexes = "[" + ", ".join('"' + t.replace(".", "\\\\.") + '"' for t in names) + "]"
+                        mode: str = "real-time", patterns: Sequence[str] = ()) -> str:
+    """YAML of the bench topology; the one flow ``bench`` replicates exactly ``topics`` and the topics ``patterns``
+    match (src -> dst, prefix), with geokafka's defaults (master local[*], partition groups = cores) but for
+    ``mode``."""
+    every = [re.escape(t) for t in topics or []] + list(patterns) or [re.escape("bench-none")]
+    regexes = "[" + ", ".join('"' + p.replace("\\", "\\\\") + '"' for p in every) + "]"
     flow, separator = bench_flow(mode)
     return BENCH_TOPOLOGY.format(src=SRC, dst=DST, topics=regexes, state_dir=state_dir.absolute(), max_batch=max_batch,
                                  mode=mode, flow=flow, separator=separator)
@@ -70,42 +113,48 @@ def _admin(bootstrap: str):  # type: ignore[no-untyped-def]
     return AdminClient(config)
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    """Create ``topic`` (RF 1); an existing topic is left as it is."""
+def create_topic(bootstrap: str, topic: str | Sequence[str], partitions: int) -> None:
+    """Create ``topic`` (or every topic of a list, in one request; RF 1); an existing topic is left as it is."""
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import NewTopic
 
     from geokafka.control.admin import kafka_error_code
 
+    names = [topic] if isinstance(topic, str) else list(topic)
     admin = _admin(bootstrap)  # kept referenced until the futures resolve
-    futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=30)
+    futures = admin.create_topics([NewTopic(name, partitions, 1) for name in names], operation_timeout=120)
     for fut in futures.values():
         try:
-            fut.result(timeout=30)
+            fut.result(timeout=180)
         except Exception as exc:
             if kafka_error_code(exc) != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
 
 
-def load(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> float:
-    """Create ``topic`` and write ``records`` records of ``size`` value bytes, keyed, with 2 headers.
+def load(bootstrap: str, topic: str | TopicSet, records: int, size: int, partitions: int) -> float:
+    """Create ``topic`` (or every topic of a set) and write ``records`` records of ``size`` value bytes, keyed,
+    with 2 headers, spread evenly over every partition.
 
     Returns the seconds the load took. Values are random bytes (incompressible-ish; lz4 gains little).
     """
     from confluent_kafka import Producer
 
-    create_topic(bootstrap, topic, partitions)
+    topics = as_set(topic, partitions)
+    create_topic(bootstrap, topics.names, topics.partitions)
     producer = Producer({"logger": silent_logger(),
                          "bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "batch.size": 1_000_000,
                          "compression.type": "lz4", "queue.buffering.max.messages": 500_000})
     pool = os.urandom(size + 4096)
     headers: list[tuple[str, str | bytes | None]] = [("bench-h1", b"alpha"), ("bench-h2", b"0123456789")]
     t0 = time.monotonic()
+    names, per_topic = topics.names, topics.partitions
     for i in range(records):
         off = (i * 131) % 4096
+        spot = i % topics.total_partitions
         while True:
             try:
-                producer.produce(topic, pool[off:off + size], key=b"k%08d" % i, headers=headers, partition=i % partitions)
+                producer.produce(names[spot // per_topic], pool[off:off + size], key=b"k%08d" % i, headers=headers,
+                                 partition=spot % per_topic)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -113,7 +162,7 @@ def load(bootstrap: str, topic: str, records: int, size: int, partitions: int) -
             producer.poll(0)
     remaining = producer.flush(120)
     if remaining:
-        raise RuntimeError(f"loading {topic}: {remaining} records not delivered")
+        raise RuntimeError(f"loading {topics.prefix}: {remaining} records not delivered")
     return time.monotonic() - t0
 
 

@@ -6,7 +6,7 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from geokafka.control.admin import silent_logger
@@ -30,7 +30,8 @@ def probe_latency_ms(value: bytes | None, probe_id: bytes, now: float) -> float 
 
 
 class TargetCounter:
-    """Counts committed records of one target topic from the beginning, in a thread.
+    """Counts committed records of one target topic (or of every topic a ``^`` pattern matches) from the
+    beginning, in a thread.
 
     ``first_at``/``done_at`` are ``time.monotonic()`` when the first record / the ``expected``-th
     record became visible.
@@ -95,7 +96,8 @@ class TargetCounter:
 
 
 class FirstWritten:
-    """Notes when the first record of a target topic is written, committed or not (read_uncommitted).
+    """Notes when the first record of a target topic (or of any a ``^`` pattern matches) is written, committed or
+    not (read_uncommitted).
 
     A transactional replicator's records become visible to read_committed readers only at its
     commits; its throughput window opens when it starts writing, as an at-least-once one's does.
@@ -138,35 +140,25 @@ class FirstWritten:
         self._thread.join(10)
 
 
-def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: float, seconds: float,
-                  size: int = 1024, drain_s: float = 20.0, warmup_s: float = 0.0) -> dict[str, float | int]:
-    """Produce ``rate`` records/s for ``warmup_s`` + ``seconds`` to ``src_topic`` (value starts with the
-    wall time), consume ``dst_topic`` and return replication latency percentiles in ms (produce call ->
-    visible) of the records sent after the warm-up: the steady state's.
+def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic: str | Sequence[str], rate: float,
+                  seconds: float, size: int = 1024, drain_s: float = 20.0, warmup_s: float = 0.0,
+                  ) -> dict[str, float | int]:
+    """Produce ``rate`` records/s for ``warmup_s`` + ``seconds`` to ``src_topic`` (or round-robin to each of a
+    list; value starts with the wall time), consume ``dst_topic`` (every one of a list) and return replication
+    latency percentiles in ms (produce call -> visible) of the records sent after the warm-up: the steady state's.
 
     The consumer on the target is assigned at the end before producing starts, and only counts records
     that carry this probe's id (warm-up records carry another).
     """
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Consumer, Producer
 
+    sources = [src_topic] if isinstance(src_topic, str) else list(src_topic)
     consumer = Consumer({"logger": silent_logger(),
         "bootstrap.servers": dst, "group.id": f"bench-lat-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "latest",
         "enable.auto.commit": False, "isolation.level": "read_committed", "fetch.wait.max.ms": 10,
         "fetch.min.bytes": 1,
     })
-    deadline = time.monotonic() + 60
-    while True:
-        meta = consumer.list_topics(dst_topic, timeout=10).topics.get(dst_topic)
-        if meta is not None and meta.error is None and meta.partitions:
-            break
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"latency probe: {dst_topic} never appeared on the target")
-        time.sleep(0.5)
-    ends = []
-    for p in meta.partitions:
-        _, high = consumer.get_watermark_offsets(TopicPartition(dst_topic, p), timeout=5, cached=False)
-        ends.append(TopicPartition(dst_topic, p, high))
-    consumer.assign(ends)
+    consumer.assign(_ends(consumer, [dst_topic] if isinstance(dst_topic, str) else list(dst_topic)))
     consumer.consume(100, 0.5)
     producer = Producer({"logger": silent_logger(), "bootstrap.servers": src, "acks": "all", "linger.ms": 0})
     probe_id = uuid.uuid4().bytes[:8]
@@ -190,10 +182,12 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
         while next_at <= now:
             if next_at < measured_from:
                 # keyed like the measured records: the warm-up reaches every partition
-                producer.produce(src_topic, probe_value(warmup_id, time.time(), size), key=b"warm%d" % warm)
+                producer.produce(sources[warm % len(sources)], probe_value(warmup_id, time.time(), size),
+                                 key=b"warm%d" % warm)
                 warm += 1
             else:
-                producer.produce(src_topic, probe_value(probe_id, time.time(), size), key=b"lat%d" % sent)
+                producer.produce(sources[sent % len(sources)], probe_value(probe_id, time.time(), size),
+                                 key=b"lat%d" % sent)
                 sent += 1
             next_at += interval
         producer.poll(0)
@@ -204,6 +198,27 @@ def latency_probe(src: str, src_topic: str, dst: str, dst_topic: str, rate: floa
         take(consumer.consume(1000, 0.05))
     consumer.close()
     return {"sent": sent, "received": len(lat), "rate": rate, "warmup_s": warmup_s, **percentiles(lat)}
+
+
+def _ends(consumer: Any, topics: list[str], wait_s: float = 60.0) -> list[Any]:
+    """Every partition of ``topics`` at its end, once every topic is there (a replicator creates them)."""
+    from confluent_kafka import TopicPartition
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        listed = consumer.list_topics(timeout=10).topics
+        missing = [t for t in topics if t not in listed or listed[t].error is not None or not listed[t].partitions]
+        if not missing:
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"latency probe: {', '.join(missing[:3])} never appeared on the target")
+        time.sleep(0.5)
+    ends = []
+    for topic in topics:
+        for p in listed[topic].partitions:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
+            ends.append(TopicPartition(topic, p, high))
+    return ends
 
 
 def percentiles(values: list[float]) -> dict[str, float]:

@@ -63,14 +63,14 @@ def render(report: dict[str, Any]) -> list[Table]:
     scaling = Table("contender", "partitions", "records/s", "first record s", "backlog s", "p50 ms", "p99 ms", "CPU s/GB",
                     "threads", "sockets", "peak RSS MB", "broker CPU s", "idle CPU %", "idle broker CPU %",
                     "idle growth MB/h", "status CPU s", "load",
-                    title="scaling (the same backlog over more partitions, then steady traffic)")
+                    title="scaling (the same backlog over more partitions and topics, then steady traffic)")
     for row in report.get("scaling", []):
         if not row.get("ran"):
-            scaling.add_row(row["contender"], str(row["partitions"]), "not run", str(row.get("reason", ""))[:60],
+            scaling.add_row(row["contender"], _shape(row), "not run", str(row.get("reason", ""))[:60],
                             *_blank(scaling, 4))
             continue
         growth = row.get("idle_growth_mb_per_hour") or {}
-        scaling.add_row(row["contender"], str(row["partitions"]), _n(row["records_per_s"]), _n(row["first_record_s"], ".1f"),
+        scaling.add_row(row["contender"], _shape(row), _n(row["records_per_s"]), _n(row["first_record_s"], ".1f"),
                         _n(row["backlog_done_s"], ".1f"), _n(row["p50_ms"], ".0f"), _n(row["p99_ms"], ".0f"),
                         _n(row["cpu_s_per_gb"]), _n(row["threads"]), _n(row["sockets"]), _n(row["peak_rss_mb"]),
                         _n(row["target_broker_cpu_s"], ".1f"), _n(row["idle_cpu_percent"], ".1f"),
@@ -86,6 +86,13 @@ def render(report: dict[str, Any]) -> list[Table]:
     goals.caption = (f"translation: {tr.get('translations', 0):,} translations in {tr.get('translate_s')} s "
                      f"(index build {tr.get('index_build_s')} s); total bench {report.get('total_s')} s")
     return [table, scaling, goals]
+
+
+def _shape(row: dict[str, Any]) -> str:
+    """``2000 (200 x 10)`` for many topics, ``120`` for one."""
+    topics = int(row.get("topics") or 1)
+    partitions = int(row["partitions"])
+    return str(partitions) if topics == 1 else f"{partitions} ({topics} x {partitions // topics})"
 
 
 @click.command()
@@ -110,8 +117,9 @@ def bench(ctx: CliContext, quick: bool, datasets: tuple[str, ...], keep: bool, o
     - spark-kafka: Spark's Kafka source -> Kafka sink on local[16] (JVM only, at-least-once).
     - geokafka: `geokafka mirror` with its defaults (real-time mode, a partition group per
       core), exactly-once; and, in the full run, the same in micro-batch mode.
-    Then the scaling section: the same backlog over 12 to 2,000 partitions, steady traffic,
-    then idle (MirrorMaker 2 beside geokafka at the largest count), and offset translation.
+    Then the scaling section: the same backlog over 12 to 5,000 partitions (from 1,200 on, topics
+    of 10 partitions: 120, 200 and 500 of them), steady traffic over every partition, then idle
+    (MirrorMaker 2 beside geokafka at 2,000), and offset translation.
     Throughput counts from the first record written on the target to the last one visible
     (process start excluded); latency is produce -> visible to read_committed under a steady load.
     """

@@ -2,7 +2,8 @@
 
 The 100 B run is the same code with another record size and cost the suite ~40% of the bench's
 time (more contender starts); the test runs the 1 KiB one, which adds the latency probes, and the
-scaling section (geokafka at 6 and 60 partitions, MirrorMaker 2 at 60, with their idle cost).
+scaling section (geokafka at 6 partitions and at 6 topics x 10, MirrorMaker 2 at 6 x 10, with their
+idle cost).
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         assert 0 < lat["received"] <= lat["sent"]  # the probe's own records only
         assert lat["warmup_s"] == 2.0  # the quick bench's warm-up traffic, not counted
         assert 0 <= lat["p50_ms"] <= lat["p95_ms"] <= lat["p99_ms"]
-    scaling = [(row["contender"], row["partitions"]) for row in report["scaling"]]
-    assert scaling == [("geokafka", 6), ("geokafka", 60), ("mm2", 60)]
+    # the larger shape spreads its partitions over topics of 10, as the full run's 2,000 and 5,000 do
+    scaling = [(row["contender"], row["topics"], row["partitions"]) for row in report["scaling"]]
+    assert scaling == [("geokafka", 1, 6), ("geokafka", 6, 60), ("mm2", 6, 60)]
     for row in report["scaling"]:
         assert row["ran"], row.get("reason")
         assert row["records_per_s"] > 0 and row["threads"] > 0 and row["sockets"] > 0 and row["peak_rss_mb"] > 0
