@@ -23,7 +23,8 @@ def run_geokafka(work: Path, state_dir: Path, topic: str | TopicSet, records: in
     work.mkdir(parents=True, exist_ok=True)
     data, lat = as_set(topic), None if lat_topic is None else as_set(lat_topic)
     file = work / f"geokafka-{mode}-{data.prefix}.yaml"
-    file.write_text(bench_topology_text(state_dir, mode=mode, patterns=[s.pattern for s in (data, lat) if s]))
+    patterns = list(dict.fromkeys(s.pattern for s in (data, lat) if s))  # the probe may write to the data
+    file.write_text(bench_topology_text(state_dir, mode=mode, patterns=patterns))
     flow, separator = bench_flow(mode)
     cmd = [sys.executable, "-m", "geokafka", "--json", "-f", str(file), "mirror", flow]
     name = "geokafka" if mode == "real-time" else f"geokafka-{mode}"
@@ -31,7 +32,7 @@ def run_geokafka(work: Path, state_dir: Path, topic: str | TopicSet, records: in
         kw["while_running"] = lambda: {"status": status_command_cost(file, flow)}
     target = f"src{separator}"
     result = run_replicator(name, cmd, work / f"{name}-{data.prefix}.log", topic=data.prefix,
-                            target_topic=data.target(target), records=records, size=size,
+                            target_topic=data.targets(target), records=records, size=size,
                             lat_topic=None if lat is None else lat.names,
                             lat_target=None if lat is None else lat.targets(target), **kw)
     result["config"] = {"master": "local[*]", "mode": mode, "groups": "one per core",

@@ -84,14 +84,15 @@ def run_mm2(work: Path, topic: str | TopicSet, records: int, size: int, lat_topi
     alias = EOS_ALIAS if exactly_once else ALIAS
     data, lat = as_set(topic), None if lat_topic is None else as_set(lat_topic)
     config = work / f"{name}-{data.prefix}.properties"
-    config.write_text(mm2_properties([s.pattern for s in (data, lat) if s], tasks, exactly_once))
+    patterns = list(dict.fromkeys(s.pattern for s in (data, lat) if s))  # the probe may write to the data
+    config.write_text(mm2_properties(patterns, tasks, exactly_once))
     # the class archive of the local brokers fits every JVM on Kafka's classpath (geokafka's Spark has its own)
     cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", *kafka_class_archive.java_options(),
            f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={work}",
            "-cp", jars.kafka_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(config),
            "--clusters", "dst"]
     result = run_replicator(name, cmd, work / f"{name}-{data.prefix}.log", topic=data.prefix,
-                            target_topic=data.target(f"{alias}."), records=records, size=size,
+                            target_topic=data.targets(f"{alias}."), records=records, size=size,
                             lat_topic=None if lat is None else lat.names,
                             lat_target=None if lat is None else lat.targets(f"{alias}."), **kw)
     result["config"] = {"tasks.max": tasks, "mode": "dedicated", "exactly_once": exactly_once, "file": str(config)}

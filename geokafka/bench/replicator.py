@@ -16,7 +16,7 @@ from geokafka.bench.watch import FirstWritten, TargetCounter, latency_probe
 
 
 def run_replicator(
-    name: str, cmd: list[str], log: Path, *, topic: str, target_topic: str, records: int, size: int,
+    name: str, cmd: list[str], log: Path, *, topic: str, target_topic: str | list[str], records: int, size: int,
     lat_topic: str | list[str] | None = None, lat_target: str | list[str] | None = None, lat_rate: float = 500,
     lat_s: float = 5,
     lat_warmup_s: float = 0.0,
@@ -24,7 +24,7 @@ def run_replicator(
     broker_pid: int | None = None, idle_s: float = 0.0, log_sizes: Callable[[], dict[str, int]] | None = None,
     while_running: Callable[[], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Start ``cmd``; measure until ``target_topic`` (a name, or a ``^`` pattern of several) holds ``records``;
+    """Start ``cmd``; measure until ``target_topic`` (or every topic of a list) holds ``records``;
     then the latency probe (over every topic of ``lat_topic``, each read on ``lat_target``); then
     ``while_running`` (what else is measured beside the running replicator, kept under that key); then, with
     ``idle_s``, its cost while nothing is written (its CPU, the target broker's ``broker_pid`` CPU, and the growth

@@ -1,12 +1,12 @@
 """The bench's scaling section: geokafka over 12 to 5,000 partitions, MirrorMaker 2 beside it at 2,000.
 
-Each shape is T topics of P partitions (the large ones many topics of 10 partitions, as real clusters spread
-them: 200 x 10, 500 x 10). Per shape, the same data: a backlog of ``records`` records of ``size`` bytes spread
-over every partition, replicated from the start (throughput, first record, the time the whole backlog took),
-then ``rate`` records/s for ``latency_s`` seconds spread over latency topics of the same shape (p50 / p99), then,
-at MirrorMaker 2's shape and the largest, ``idle_s`` seconds with no traffic at all (the contender's CPU and the
-target broker's, and how fast the target's internal topics grow). Threads, sockets and RSS are the peaks of the
-contender's process tree over the run.
+Each shape is T topics of P partitions (the large ones many topics of 10 partitions, as real clusters
+spread them: 200 x 10, 500 x 10), and each contender gets topics of its own. Per shape, the same data: a
+backlog of ``records`` records of ``size`` bytes spread over every partition, replicated from the start
+(throughput, first record, the time the whole backlog took), then ``rate`` records/s for ``latency_s``
+seconds spread over the same topics (p50 / p99), then, at MirrorMaker 2's shape and the largest, ``idle_s``
+seconds with no traffic at all (the contender's CPU and the target broker's, and how fast the target's
+internal topics grow). Threads, sockets and RSS are the peaks of the contender's process tree over the run.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from geokafka.bench.geokafka_run import run_geokafka
 from geokafka.bench.mm2 import run_mm2
-from geokafka.bench.setup import SRC, TopicSet, create_topic, load
+from geokafka.bench.setup import SRC, TopicSet, load
 from geokafka.control.state_records import STATE_TOPIC
 from geokafka.infra.local_cluster import LocalClusterSpec, running_nodes
 
@@ -59,12 +59,12 @@ def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: t
     largest = max(t * p for t, p in shapes)
     for topics, per_topic in shapes:
         count = topics * per_topic
-        data = TopicSet(f"bench.scale.{topics}x{per_topic}", topics, per_topic)
-        say(f"scaling: {topics} x {per_topic} partitions: loading {records:,} x {size} B")
-        load(SRC, data, records, size, per_topic)
         for name in ["geokafka", *(["mm2"] if count == mm2_at else [])]:
-            lat = TopicSet(f"bench.scale.lat.{topics}x{per_topic}.{name}", topics, per_topic)
-            create_topic(SRC, lat.names, per_topic)
+            # topics of the contender's own, the backlog and then the steady traffic on the same partitions: its flow
+            # has exactly ``count`` partitions, and no record another contender's probe wrote
+            data = TopicSet(f"bench.scale.{topics}x{per_topic}.{name}", topics, per_topic)
+            say(f"scaling: {topics} x {per_topic} partitions: loading {records:,} x {size} B for {name}")
+            load(SRC, data, records, size, per_topic)
             idle = idle_s if count in (largest, mm2_at) else 0.0
             say(f"scaling: {topics} x {per_topic} partitions: {name} (backlog, then {rate:,.0f} rec/s"
                 + (f", then {idle:.0f} s idle)" if idle else ")"))
@@ -74,9 +74,9 @@ def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: t
             load_before = os.getloadavg()[0]
             try:
                 if name == "geokafka":
-                    result = run_geokafka(work, state_dir, data, records, size, lat, status_cost=True, **kwargs)
+                    result = run_geokafka(work, state_dir, data, records, size, data, status_cost=True, **kwargs)
                 else:
-                    result = run_mm2(work, data, records, size, lat, **kwargs)
+                    result = run_mm2(work, data, records, size, data, **kwargs)
             except Exception as exc:  # noqa: BLE001 - a contender that fails is reported as not run, with why
                 say(f"[red]scaling: {name} at {topics} x {per_topic} partitions did not run: {exc}[/]")
                 rows.append({"contender": name, "topics": topics, "partitions": count, "ran": False,

@@ -66,12 +66,7 @@ class TopicSet:
     @property
     def pattern(self) -> str:
         """A regular expression matching exactly these topics' names (a flow's topic selection, MM2's topics)."""
-        return re.escape(self.prefix) + ("" if self.topics == 1 else r"\.[0-9][0-9][0-9]")  # librdkafka's regex too
-
-    def target(self, prefix: str) -> str:
-        """The replicas' names on the target under ``prefix``: the one topic's name, or a ``^`` pattern of them all
-        (a consumer subscribes to either)."""
-        return prefix + self.prefix if self.topics == 1 else "^" + re.escape(prefix) + self.pattern + "$"
+        return re.escape(self.prefix) + ("" if self.topics == 1 else r"\.[0-9][0-9][0-9]")
 
     def targets(self, prefix: str) -> list[str]:
         """Every replica's name on the target under ``prefix``."""
