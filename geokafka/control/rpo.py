@@ -184,15 +184,13 @@ def rpo_interval(observation: SourceEnds | None, progress: Mapping[TopicPartitio
     newest_ahead_ms: int | None = None  # the newest record replicated past the look
     for key, end in observation.ends.items():
         record = progress.get(contract.parse_partition_key(key))
-        nxt = record.next if record is not None else 0
+        nxt, stamp = (record.next, record.last_timestamp) if record is not None else (0, -1)
         signed += end - nxt
         if end > nxt:
             lower += end - nxt
-            stamp = record.last_timestamp if record is not None else -1
             oldest_ms = None if stamp < 0 or oldest_ms is None else min(oldest_ms, stamp)
         elif nxt > end:
             ahead += nxt - end
-            stamp = record.last_timestamp if record is not None else -1
             if stamp >= 0:
                 newest_ahead_ms = stamp if newest_ahead_ms is None else max(newest_ahead_ms, stamp)
     failed = [t for t in (observation.failed_at_ms, gone_at_ms) if t is not None]

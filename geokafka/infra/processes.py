@@ -63,6 +63,16 @@ def extra_jvm_options(quick_jit: bool, variable: str, full_jit: Sequence[str] = 
     return [*(QUICK_JIT if quick_jit else full_jit), *jvm_options_from_env(variable)]
 
 
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command's name (state first, then the parent's PID), None when
+    there is no such process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields or None
+
+
 def running_pid(pid_file: Path) -> int | None:
     """The PID recorded in ``pid_file`` if that process still runs and is ours, else None."""
     try:
@@ -75,11 +85,8 @@ def running_pid(pid_file: Path) -> int | None:
     except ChildProcessError:
         pass
     cmdline = _cmdline(pid)
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
-    if marker not in cmdline or state == "Z":
+    fields = stat_fields(pid)
+    if fields is None or marker not in cmdline or fields[0] == "Z":
         return None
     return pid
 

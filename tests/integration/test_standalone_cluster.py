@@ -25,6 +25,7 @@ from mirror_util import PARTITIONS, Mirror, Traffic, assert_exactly_once, caught
 from pipeline_util import state_store, wait_for
 
 from geokafka.control.state_records import Heartbeat
+from geokafka.infra.processes import stat_fields
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240), pytest.mark.timeout(1200)]
 
@@ -49,23 +50,14 @@ def _listening(port: int) -> bool:
         return False
 
 
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
+def _running(pid: int) -> bool:
+    fields = stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def _children(pid: int) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    out.append(int(entry.name))
-            except (OSError, IndexError, ValueError):
-                continue
-    return out
+    return [int(entry.name) for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and (fields := stat_fields(int(entry.name))) and fields[1:2] == [str(pid)]]
 
 
 class Standalone:
@@ -126,7 +118,7 @@ class Standalone:
             except ProcessLookupError:
                 pass
         self.workers[n].wait(30)
-        wait_for(lambda: not any(Path(f"/proc/{pid}").exists() and not _zombie(pid) for pid in executors), 30,
+        wait_for(lambda: not any(_running(pid) for pid in executors), 30,
                  f"worker {n}'s executors to be gone")
 
     def stop(self) -> None:
