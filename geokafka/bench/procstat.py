@@ -15,6 +15,20 @@ def _stat_fields(path: str) -> list[str]:
     return Path(path).read_text().rpartition(")")[2].split()
 
 
+def machine_cpu(text: str | None = None) -> tuple[int, int]:
+    """(busy, all) clock ticks of every CPU since boot, from ``/proc/stat``'s first line (or ``text``):
+    busy is all but idle and iowait."""
+    fields = [int(x) for x in (text if text is not None else Path("/proc/stat").read_text()).split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields[:8]) - idle, sum(fields[:8])
+
+
+def busy_percent(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """How busy the machine's CPUs were between two :func:`machine_cpu` readings, in percent of all of them."""
+    spent = after[1] - before[1]
+    return round(100.0 * (after[0] - before[0]) / spent, 1) if spent > 0 else 0.0
+
+
 def _children_map() -> dict[int, list[int]]:
     kids: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):

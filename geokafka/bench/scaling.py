@@ -96,6 +96,7 @@ def scaling_row(name: str, topics: int, partitions: int, result: dict[str, Any])
         "records_per_s": result.get("records_per_s"), "first_record_s": result.get("startup_s"),
         "backlog_done_s": result.get("wall_s"), "cpu_s_per_gb": result.get("cpu_s_per_gb"),
         "p50_ms": latency.get("p50_ms"), "p99_ms": latency.get("p99_ms"),
+        "latency_machine_busy_percent": latency.get("machine_busy_percent"),
         "threads": result.get("peak_threads"), "sockets": result.get("peak_sockets"),
         "peak_rss_mb": result.get("peak_rss_mb"), "target_broker_cpu_s": result.get("target_broker_cpu_s"),
         "idle_cpu_percent": idle.get("cpu_percent"), "idle_target_broker_cpu_percent": idle.get("target_broker_cpu_percent"),

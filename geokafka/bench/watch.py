@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from geokafka.bench.procstat import busy_percent, machine_cpu
 from geokafka.control.admin import silent_logger
 
 LAT_FORMAT = ">d8s"  # a probe record's value starts with its produce wall-clock time (s) and the probe's id
@@ -173,7 +174,7 @@ class FirstWritten:
 
 def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic: str | Sequence[str], rate: float,
                   seconds: float, size: int = 1024, drain_s: float = 20.0, warmup_s: float = 0.0,
-                  ) -> dict[str, float | int]:
+                  ) -> dict[str, float | int | None]:
     """Produce ``rate`` records/s for ``warmup_s`` + ``seconds`` to ``src_topic`` (or round-robin to each of a
     list; value starts with the wall time), consume ``dst_topic`` (every one of a list) and return replication
     latency percentiles in ms (produce call -> visible) of the records sent after the warm-up: the steady state's.
@@ -208,8 +209,11 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
     measured_from = t0 + warmup_s
     interval = 1.0 / rate
     next_at = t0
+    cpu_from: tuple[int, int] | None = None
     while time.monotonic() - measured_from < seconds:
         now = time.monotonic()
+        if cpu_from is None and now >= measured_from:
+            cpu_from = machine_cpu()
         while next_at <= now:
             if next_at < measured_from:
                 # keyed like the measured records: the warm-up reaches every partition
@@ -223,12 +227,16 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
             next_at += interval
         producer.poll(0)
         take(consumer.consume(1000, 0.002))
+    # how busy the whole machine was while the measured records were sent: near 100%, the figures measure a
+    # saturated machine (at 2,000 partitions the probe's own traffic kept a 1-node source broker ~1 core busy)
+    busy = busy_percent(cpu_from, machine_cpu()) if cpu_from is not None else None
     producer.flush(30)
     deadline = time.monotonic() + drain_s
     while len(lat) < sent and time.monotonic() < deadline:
         take(consumer.consume(1000, 0.05))
     consumer.close()
-    return {"sent": sent, "received": len(lat), "rate": rate, "warmup_s": warmup_s, **percentiles(lat)}
+    return {"sent": sent, "received": len(lat), "rate": rate, "warmup_s": warmup_s, "machine_busy_percent": busy,
+            **percentiles(lat)}
 
 
 def _ends(consumer: Any, topics: list[str], wait_s: float = 60.0) -> list[Any]:

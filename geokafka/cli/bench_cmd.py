@@ -60,7 +60,8 @@ def render(report: dict[str, Any]) -> list[Table]:
                       f"gk/raw {_n(ratios.get('geokafka_over_raw'), '.2f')}",
                       f"gk/mm2-eos {_n(ratios.get('geokafka_over_mm2_eos'), '.2f')}",
                       f"gk/limit {_n(ratios.get('geokafka_over_limit'), '.2f')}", *_blank(table, 6))
-    scaling = Table("contender", "partitions", "records/s", "first record s", "backlog s", "p50 ms", "p99 ms", "CPU s/GB",
+    scaling = Table("contender", "partitions", "records/s", "first record s", "backlog s", "p50 ms", "p99 ms",
+                    "CPU busy % (latency)", "CPU s/GB",
                     "threads", "sockets", "peak RSS MB", "broker CPU s", "idle CPU %", "idle broker CPU %",
                     "idle growth MB/h", "status CPU s", "load",
                     title="scaling (the same backlog over more partitions and topics, then steady traffic)")
@@ -72,7 +73,8 @@ def render(report: dict[str, Any]) -> list[Table]:
         growth = row.get("idle_growth_mb_per_hour") or {}
         scaling.add_row(row["contender"], _shape(row), _n(row["records_per_s"]), _n(row["first_record_s"], ".1f"),
                         _n(row["backlog_done_s"], ".1f"), _n(row["p50_ms"], ".0f"), _n(row["p99_ms"], ".0f"),
-                        _n(row["cpu_s_per_gb"]), _n(row["threads"]), _n(row["sockets"]), _n(row["peak_rss_mb"]),
+                        _n(row.get("latency_machine_busy_percent"), ".0f"), _n(row["cpu_s_per_gb"]),
+                        _n(row["threads"]), _n(row["sockets"]), _n(row["peak_rss_mb"]),
                         _n(row["target_broker_cpu_s"], ".1f"), _n(row["idle_cpu_percent"], ".1f"),
                         _n(row["idle_target_broker_cpu_percent"], ".1f"),
                         ", ".join(f"{k.strip('_')} {v:.1f}" for k, v in growth.items()) or "-",

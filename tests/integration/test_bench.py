@@ -56,6 +56,7 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         lat = report["runs"]["1k"][name]["latency"]
         assert 0 < lat["received"] <= lat["sent"]  # the probe's own records only
         assert lat["warmup_s"] == 2.0  # the quick bench's warm-up traffic, not counted
+        assert 0 < lat["machine_busy_percent"] <= 100  # how busy the machine was: a saturated one measures itself
         assert 0 <= lat["p50_ms"] <= lat["p95_ms"] <= lat["p99_ms"]
     # the larger shape spreads its partitions over topics of 10, as the full run's 2,000 and 5,000 do
     scaling = [(row["contender"], row["topics"], row["partitions"]) for row in report["scaling"]]
@@ -64,6 +65,7 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         assert row["ran"], row.get("reason")
         assert row["records_per_s"] > 0 and row["threads"] > 0 and row["sockets"] > 0 and row["peak_rss_mb"] > 0
         assert 0 <= row["p50_ms"] <= row["p99_ms"] and row["target_broker_cpu_s"] >= 0
+        assert 0 < row["latency_machine_busy_percent"] <= 100
     for row in report["scaling"]:
         if row["contender"] == "geokafka":  # what `geokafka status` of the running flow cost, as an operator runs it
             status = row["status"]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from geokafka.bench.procstat import TreeSampler, jit_cpu, summed_rss
+from geokafka.bench.procstat import TreeSampler, busy_percent, jit_cpu, machine_cpu, summed_rss
 
 JAVA, CHMOD, PY = "/usr/lib/jvm/bin/java", "/usr/bin/chmod", "/usr/bin/python3"
 GB = 1 << 30
@@ -61,3 +61,20 @@ def test_the_sampler_keeps_the_cpu_of_a_compiler_thread_the_jvm_retired(monkeypa
     at_first_record = sampler.jit_cpu_s()
     live[7] = {100: 2.5}  # thread 101 retired; thread 100 compiled for another 0.5 s
     assert sampler.jit_cpu_s() - at_first_record == 0.5
+
+
+def test_the_machine_s_busy_share_leaves_out_idle_and_iowait_only() -> None:
+    # /proc/stat's first line: user nice system idle iowait irq softirq steal guest guest_nice (guests are in user)
+    before = machine_cpu("cpu  100 0 50 800 50 0 0 0 40 0\ncpu0 1 2 3\n")
+    after = machine_cpu("cpu  400 0 150 900 50 10 10 30 200 0\ncpu0 1 2 3\n")
+    assert before == (150, 1000) and after == (600, 1550)
+    assert busy_percent(before, after) == round(100 * 450 / 550, 1)  # 450 of 550 ticks busy, steal counted busy
+    assert busy_percent(after, after) == 0.0
+
+
+def test_this_machine_s_reading_grows_and_stays_within_its_total() -> None:
+    first = machine_cpu()
+    sum(i * i for i in range(2_000_000))  # spend a little CPU
+    second = machine_cpu()
+    assert 0 <= first[0] <= first[1] and second[1] >= first[1] and second[0] >= first[0]
+    assert 0.0 <= busy_percent(first, second) <= 100.0
