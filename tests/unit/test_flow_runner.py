@@ -60,6 +60,9 @@ class FakeAdmin:
     def offsets(self, partitions: list[tuple[str, int]], timeout_s: float) -> dict[tuple[str, int], int]:
         return {(t, p): self.ranges[t][p][1] for t, p in partitions}
 
+    def background_cpu_s(self) -> float:
+        return 0.0  # answers made into objects on no thread of their own
+
     def close(self) -> None:
         self.closed = True
 
@@ -359,6 +362,26 @@ def test_a_job_with_a_cpu_share_runs_less_often_when_its_runs_cost_more() -> Non
     assert job.period_s == pytest.approx(1.25)
     cost["each"] = 0.001
     assert 35 <= runs_in(10.0) <= 40  # cheap again: as asked again, after the one long wait already scheduled
+
+
+def test_a_job_pays_for_the_cpu_its_calls_cost_a_clients_background_thread() -> None:
+    """An admin client's answers become Python objects on its background thread: a look at 2,000 partitions cost
+    the calling thread 6 ms and that thread 10 ms more. The job's share counts both."""
+    now, own, background = [0.0], [0.0], [0.0]
+
+    def look() -> None:
+        own[0] += 0.006
+        background[0] += 0.010
+
+    scheduler = ManualScheduler("flow f", lambda: now[0], cpu_clock=lambda: own[0])
+    job = scheduler.add("observe", 0.25, look, timeout_s=1.0, cpu_share=0.02, max_period_s=5.0,
+                        extra_cpu=lambda: background[0])
+    alone = scheduler.add("topic-ids", 0.25, look, timeout_s=1.0, cpu_share=0.02, max_period_s=5.0)
+    while now[0] < 20.0:
+        now[0] = round(now[0] + 0.05, 3)
+        scheduler.run_due(now[0])
+    assert job.cpu_cost_s == pytest.approx(0.016) and job.period_s == pytest.approx(0.8)  # 16 ms at 2% of a core
+    assert alone.cpu_cost_s == pytest.approx(0.006) and alone.period_s == pytest.approx(0.3)  # its own thread only
 
 
 def test_another_threads_burst_of_cpu_does_not_slow_a_job_with_a_cpu_share() -> None:
