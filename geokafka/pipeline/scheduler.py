@@ -86,7 +86,6 @@ class Job:
                 log.log(level, "%s: job %s took %.1f s (time-out %.1f s); it runs every %.1f s", owner, self.name,
                         self.last_took_s, self.timeout_s, self.period_s)
 
-
     def _cpu_now(self) -> float:
         return self.cpu_clock() + (self.extra_cpu() if self.extra_cpu is not None else 0.0)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -28,12 +27,12 @@ def test_an_admin_client_knows_its_background_thread_and_its_cpu() -> None:
         tid = admin._background_thread
         assert tid is not None and tid in thread_ids()
         assert open(f"/proc/self/task/{tid}/comm").read().strip() == "rdk:bg"
-        assert admin.background_cpu_s() == thread_cpu_s(tid) >= 0.0
+        assert 0.0 <= admin.background_cpu_s() <= thread_cpu_s(tid)  # read again later: never less
     finally:
         admin.close()
 
 
-def test_two_clients_made_at_once_are_not_told_apart_and_a_gone_thread_costs_nothing() -> None:
+def test_two_clients_made_at_once_are_not_told_apart_and_an_unknown_thread_costs_nothing() -> None:
     before = thread_ids()
     clients = [AdminClient({"bootstrap.servers": f"127.0.0.1:{_dead_port()}"}) for _ in range(2)]
     assert started_thread(before, "rdk:bg") is None  # two new background threads: which is whose is unknown
@@ -41,6 +40,5 @@ def test_two_clients_made_at_once_are_not_told_apart_and_a_gone_thread_costs_not
     client = AdminClient({"bootstrap.servers": f"127.0.0.1:{_dead_port()}"})
     assert started_thread(one, "rdk:bg") is not None
     assert started_thread(thread_ids(), "rdk:bg") is None  # nothing started since
-    del clients, client
-    time.sleep(0.1)
-    assert thread_cpu_s(None) == 0.0 and thread_cpu_s(2**22 + 12345) == 0.0
+    assert len(clients) == 2 and client is not None  # each client's thread is alive up to here
+    assert thread_cpu_s(None) == 0.0 and thread_cpu_s(2**22 + 12345) == 0.0  # above Linux's largest thread ID
