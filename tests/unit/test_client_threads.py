@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -42,3 +44,48 @@ def test_two_clients_made_at_once_are_not_told_apart_and_an_unknown_thread_costs
     assert started_thread(thread_ids(), "rdk:bg") is None  # nothing started since
     assert len(clients) == 2 and client is not None  # each client's thread is alive up to here
     assert thread_cpu_s(None) == 0.0 and thread_cpu_s(2**22 + 12345) == 0.0  # above Linux's largest thread ID
+
+
+def test_a_threads_cpu_is_read_to_the_nanosecond_not_in_clock_ticks() -> None:
+    """As a client's background thread is read: between its answers, while it waits."""
+    import threading
+
+    go, done, end = threading.Event(), threading.Event(), threading.Event()
+    own: list[float] = []
+
+    def answer() -> None:
+        go.wait(5)
+        started = time.thread_time()
+        sum(range(300_000))  # a few milliseconds: less than a clock tick (10 ms)
+        own.append(time.thread_time() - started)
+        done.set()
+        end.wait(5)
+
+    worker = threading.Thread(target=answer)
+    worker.start()
+    try:
+        tid = worker.native_id
+        if not Path(f"/proc/self/task/{tid}/schedstat").exists():
+            pytest.skip("no schedstat here: CPU in clock ticks")
+        waiting(tid)
+        before = thread_cpu_s(tid)
+        go.set()
+        assert done.wait(5)
+        waiting(tid)
+        spent = thread_cpu_s(tid) - before
+    finally:
+        go.set()
+        end.set()
+        worker.join(5)
+    assert 0 < spent and abs(spent - own[0]) < 0.002  # what the thread's own clock says, not 0 or 10 ms
+
+
+def waiting(tid: int | None) -> None:
+    """Until thread ``tid`` waits (its CPU time is then up to date)."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        state = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state == "S":
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"thread {tid} never waited")
