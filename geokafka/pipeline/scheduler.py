@@ -35,8 +35,9 @@ class Job:
     neither other threads' work (another flow starting, Spark's bridge) nor a loaded machine's longer runs
     count (the process's CPU did: at load ~17 it stretched a 250-ms observation to 4.3 s), plus ``extra_cpu``'s
     advance: the threads that work for the job's calls (a Kafka client's background thread, where an admin
-    client's answers become Python objects: over 2,000 partitions two thirds of a look's CPU); the least of the
-    last :data:`COST_RUNS` runs, so only a cost every run pays stretches its period.
+    client's answers become Python objects: at 200 topics x 10, a quarter of an end-offset look's CPU and most
+    of a topic-ID look's); the least of the last :data:`COST_RUNS` runs, so only a cost every run pays
+    stretches its period.
     """
 
     name: str
