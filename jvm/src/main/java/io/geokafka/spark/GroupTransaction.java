@@ -68,6 +68,16 @@ final class GroupTransaction {
                 LOG.info("geokafka sink: group {} of flow {}: {} partitions resume past the batch's start, where an "
                         + "earlier writer of the group committed", group, options.flow, ahead);
             }
+            // Every partition read back ahead of the driver is tracked, rows or none: the driver learns its
+            // position from this task's report, and the pooled producer keeps it. A partition left out (a retry
+            // that read rows of some partitions only) kept the driver at the batch's start, the pooled producer
+            // still looked like the owner, and the next task wrote what the failed attempt had committed again.
+            this.readBack.forEach((key, next) -> {
+                if (next > options.expected.getOrDefault(key, new long[] {-1, 0})[0]) {
+                    org.apache.kafka.common.TopicPartition tp = Contract.parsePartitionKey(key);
+                    partition(tp.topic(), tp.partition());
+                }
+            });
         }
     }
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.producer.MockProducer;
@@ -72,5 +73,31 @@ class GroupTransactionTest {
         assertEquals(0, producers.pooled());
         assertEquals(11, second.partition("orders", 0).committedNext);
         second.abort();
+    }
+
+    @Test
+    void aRetryThatReadsRowsOfSomePartitionsOnlyHandsOnWhatItReadBackForTheOthers() {
+        // the failed attempt committed orders/0 to 15 and orders/2 to 40; its retry reads rows of orders/0 only
+        GroupTransaction retry = new GroupTransaction(options, 0, true, producers,
+                (o, g) -> Map.of("orders/0", 15L, "orders/2", 40L));
+        PartitionWrites orders0 = retry.partition("orders", 0);
+        retry.write(orders0, 15, null, "v".getBytes(), 1, null, true);
+        assertEquals(List.of(orders0), retry.commit());
+        List<Map<String, Object>> reports = retry.reports();
+        retry.release();
+
+        Map<String, long[]> learned = new HashMap<>();  // what the driver learns from the task's commit message
+        for (Map<String, Object> r : reports) {
+            learned.put(Contract.partitionKey((String) r.get("topic"), ((Number) r.get("partition")).intValue()),
+                    new long[] {((Number) r.get("next_offset")).longValue(), 0});
+        }
+        assertEquals(40, learned.get("orders/2")[0], "the driver learns the read-back position of a partition without rows");
+        GroupTransaction next = new GroupTransaction(options.withExpected(learned), 0, false, producers, NEVER);
+        assertEquals(1, opened.size(), "the pooled producer is still the owner");
+        PartitionWrites orders2 = next.partition("orders", 2);
+        next.write(orders2, 39, null, "v".getBytes(), 1, null, true);
+        assertEquals(1, orders2.duplicates, "what the failed attempt committed is not written again");
+        assertEquals(16, next.partition("orders", 0).committedNext);
+        next.abort();
     }
 }
