@@ -6,13 +6,7 @@ import os
 import threading
 from pathlib import Path
 
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _stat_fields(path: str) -> list[str]:
-    """The fields of a ``/proc/<pid>/stat`` or ``/proc/<pid>/task/<tid>/stat`` file after the
-    command name: state(0) ppid(1) ... utime(11) stime(12) cutime(13) cstime(14). Raises OSError."""
-    return Path(path).read_text().rpartition(")")[2].split()
+from geokafka.procfs import CSTIME, CUTIME, STIME, UTIME, stat_fields, thread_names, ticks_s
 
 
 def machine_cpu(text: str | None = None) -> tuple[int, int]:
@@ -34,11 +28,9 @@ def _children_map() -> dict[int, list[int]]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            ppid = int(_stat_fields(f"/proc/{entry}/stat")[1])
-        except OSError:
-            continue
-        kids.setdefault(ppid, []).append(int(entry))
+        fields = stat_fields(int(entry))
+        if fields is not None:
+            kids.setdefault(int(fields[1]), []).append(int(entry))
     return kids
 
 
@@ -103,12 +95,14 @@ def threads_and_sockets(pid: int) -> tuple[int, int]:
 
 def _cpu_and_rss(pid: int) -> tuple[float, int]:
     """CPU seconds (own + reaped children) and VmRSS bytes of one process."""
+    fields = stat_fields(pid)
     try:
-        fields = _stat_fields(f"/proc/{pid}/stat")
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return 0.0, 0
-    cpu = sum(int(fields[i]) for i in (11, 12, 13, 14)) / _TICK
+    if fields is None:
+        return 0.0, 0
+    cpu = ticks_s(fields, UTIME, STIME, CUTIME, CSTIME)
     rss = 0
     for line in status.splitlines():
         if line.startswith("VmRSS:"):
@@ -128,18 +122,9 @@ def jit_threads(pid: int) -> dict[int, float]:
     that is not a HotSpot JVM). HotSpot retires compiler threads it started for a burst of work once
     they are idle, and a retired thread takes its CPU seconds with it: :class:`TreeSampler` keeps them."""
     found: dict[int, float] = {}
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return found
-    for tid in tasks:
-        try:
-            if not Path(f"/proc/{pid}/task/{tid}/comm").read_text().startswith(JIT_THREADS):
-                continue
-            fields = _stat_fields(f"/proc/{pid}/task/{tid}/stat")
-        except OSError:
-            continue
-        found[int(tid)] = (int(fields[11]) + int(fields[12])) / _TICK
+    for tid, name in thread_names(pid).items():
+        if name.startswith(JIT_THREADS) and (fields := stat_fields(pid, tid)) is not None:
+            found[tid] = ticks_s(fields, UTIME, STIME)
     return found
 
 

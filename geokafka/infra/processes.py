@@ -13,6 +13,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from geokafka.procfs import stat_fields
+
 
 def start_process(cmd: list[str], pid_file: Path, log_file: Path, marker: str, cwd: Path) -> int:
     """Start ``cmd`` detached from this session, logging to ``log_file``; record it in ``pid_file``."""
@@ -61,16 +63,6 @@ def extra_jvm_options(quick_jit: bool, variable: str, full_jit: Sequence[str] = 
     """A JVM's options besides its own: :data:`QUICK_JIT` for ``jit: quick``, else ``full_jit``
     (Spark's: :data:`LATE_OPTIMIZING_JIT`), then ``variable``'s (which can override either)."""
     return [*(QUICK_JIT if quick_jit else full_jit), *jvm_options_from_env(variable)]
-
-
-def stat_fields(pid: int) -> list[str] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command's name (state first, then the parent's PID), None when
-    there is no such process."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields or None
 
 
 def running_pid(pid_file: Path) -> int | None:

@@ -25,7 +25,7 @@ from mirror_util import PARTITIONS, Mirror, Traffic, assert_exactly_once, caught
 from pipeline_util import state_store, wait_for
 
 from geokafka.control.state_records import Heartbeat
-from geokafka.infra.processes import stat_fields
+from geokafka.procfs import stat_fields
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240), pytest.mark.timeout(1200)]
 
