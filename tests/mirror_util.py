@@ -130,7 +130,8 @@ def assert_exactly_once(east: ClusterConnection, topic: str, west: ClusterConnec
     seen = [(o.partition, o.offset) for o in origins if o is not None]
     duplicates = len(seen) - len(set(seen))
     missing = len(set(source) - set(seen))
-    assert (duplicates, missing) == (0, 0), f"{duplicates} duplicates, {missing} missing of {len(source)}"
+    assert (duplicates, missing) == (0, 0), (
+        f"{duplicates} duplicates, {missing} missing of {len(source)}: {where_copies_differ(target, origins, set(source))}")
     by_partition: dict[int, list[int]] = {}
     for o in origins:
         assert o is not None
@@ -140,6 +141,37 @@ def assert_exactly_once(east: ClusterConnection, topic: str, west: ClusterConnec
         assert origin is not None
         src = source[(origin.partition, origin.offset)]
         assert (rec.partition, rec.key, rec.value, rec.timestamp) == (src.partition, src.key, src.value, src.timestamp)
+
+
+def where_copies_differ(target: list, origins: list, source: set[tuple[int, int]]) -> str:
+    """Per source partition, the source offsets written twice (with the target offsets of their first and last
+    copies) and those never written, as ranges: which writer and which batch did it."""
+    copies: dict[tuple[int, int], list[int]] = {}
+    for rec, origin in zip(target, origins):
+        if origin is not None:
+            copies.setdefault((origin.partition, origin.offset), []).append(rec.offset)
+    parts = []
+    for p in sorted({p for p, _ in source} | {p for p, _ in copies}):
+        twice = sorted(o for (q, o), at in copies.items() if q == p and len(at) > 1)
+        never = sorted(o for q, o in source if q == p and (q, o) not in copies)
+        if twice:
+            first, last = copies[(p, twice[0])], copies[(p, twice[-1])]
+            parts.append(f"p{p}: {len(twice)} twice in {_ranges(twice)} (first at target {first}, last at {last})")
+        if never:
+            parts.append(f"p{p}: {len(never)} never in {_ranges(never)}")
+    return "; ".join(parts)
+
+
+def _ranges(offsets: list[int]) -> str:
+    """Sorted offsets as compact ranges: 3-7,9."""
+    spans: list[list[int]] = []
+    for o in offsets:
+        if spans and o == spans[-1][1] + 1:
+            spans[-1][1] = o
+        else:
+            spans.append([o, o])
+    shown = [f"{a}-{b}" if a != b else str(a) for a, b in spans[:8]]
+    return ",".join(shown) + (f" and {len(spans) - 8} more" if len(spans) > 8 else "")
 
 
 def caught_up(mirror: Mirror, west: ClusterConnection, target_topic: str, total: int) -> bool:
