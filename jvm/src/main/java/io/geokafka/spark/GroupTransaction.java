@@ -69,9 +69,10 @@ final class GroupTransaction {
                         + "earlier writer of the group committed", group, options.flow, ahead);
             }
             // Every partition read back ahead of the driver is tracked, rows or none: the driver learns its
-            // position from this task's report, and the pooled producer keeps it. A partition left out (a retry
-            // that read rows of some partitions only) kept the driver at the batch's start, the pooled producer
-            // still looked like the owner, and the next task wrote what the failed attempt had committed again.
+            // position from this task's report, and the pooled producer keeps it. A partition left out (on a
+            // backlog, the batch's time was up before the reader reached it) kept the driver at the batch's
+            // start while the pooled producer still looked like the owner, and the next task wrote what the
+            // failed attempt had committed again.
             this.readBack.forEach((key, next) -> {
                 if (next > options.expected.getOrDefault(key, new long[] {-1, 0})[0]) {
                     org.apache.kafka.common.TopicPartition tp = Contract.parsePartitionKey(key);

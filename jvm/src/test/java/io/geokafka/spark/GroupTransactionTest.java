@@ -11,6 +11,8 @@ import java.util.Map;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** A group's writer with the producers it opens and the read-back it does injected (Kafka's MockProducer, no
  * broker): every producer it opens ends pooled or closed. */
@@ -75,10 +77,13 @@ class GroupTransactionTest {
         second.abort();
     }
 
-    @Test
-    void aRetryThatReadsRowsOfSomePartitionsOnlyHandsOnWhatItReadBackForTheOthers() {
-        // the failed attempt committed orders/0 to 15 and orders/2 to 40; its retry reads rows of orders/0 only
-        GroupTransaction retry = new GroupTransaction(options, 0, true, producers,
+    /** A retry, or the next batch's task that finds no pooled producer after a failed attempt: both open anew. */
+    @ParameterizedTest(name = "retry {0}")
+    @ValueSource(booleans = {true, false})
+    void aWriterOpenedAnewThatGetsRowsOfSomePartitionsOnlyHandsOnWhatItReadBackForTheOthers(boolean isRetry) {
+        // a failed attempt committed orders/0 to 15 and orders/2 to 40; the writer after it gets rows of orders/0
+        // only in its batch (a backlog: its reader had not reached orders/2 when the batch's time was up)
+        GroupTransaction retry = new GroupTransaction(options, 0, isRetry, producers,
                 (o, g) -> Map.of("orders/0", 15L, "orders/2", 40L));
         PartitionWrites orders0 = retry.partition("orders", 0);
         retry.write(orders0, 15, null, "v".getBytes(), 1, null, true);
