@@ -105,7 +105,9 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         }
     }
 
-    /** Real-time mode: where each partition of the group stopped (the next batch starts there). */
+    /** Real-time mode: where each partition of the group stopped (the next batch starts there). Spark asks it
+     * once, when the batch's time is up; its wrapper checks the time before it asks for a record, so this is
+     * usually the only sign of the batch's end the reader gets, and its consumer is kept for the next batch. */
     @Override
     public PartitionOffset getOffset() {
         Map<TopicPartition, Long> positions = new LinkedHashMap<>();
@@ -113,6 +115,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             cursor.next = cursor.pending() ? cursor.records.get(cursor.at).offset() : position(cursor);
             positions.put(cursor.tp, cursor.next);
         }
+        finished();
         return GroupOffset.of(positions);
     }
 
