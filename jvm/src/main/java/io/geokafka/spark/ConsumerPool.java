@@ -157,6 +157,7 @@ final class ConsumerPool {
         props.put("auto.offset.reset", "none");  // a position no longer on the source is a gap, reported
         props.putIfAbsent("isolation.level", "read_committed");
         props.putIfAbsent("client.id", "geokafka-source-g" + group + "-" + OPENED.incrementAndGet());
+        LOG.debug("geokafka source: opening consumer {} of group {}", props.getProperty("client.id"), group);
         return new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 }
