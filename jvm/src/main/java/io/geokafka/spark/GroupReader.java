@@ -106,8 +106,9 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     }
 
     /** Real-time mode: where each partition of the group stopped (the next batch starts there). Spark asks it
-     * once, when the batch's time is up; its wrapper checks the time before it asks for a record, so this is
-     * usually the only sign of the batch's end the reader gets, and its consumer is kept for the next batch. */
+     * once, when the batch's time is up; its wrapper checks the time before it asks for a record, so a reader
+     * still handing out records then (a backlog) sees no other end: this is the clean end, and its consumer is
+     * kept for the next batch. */
     @Override
     public PartitionOffset getOffset() {
         Map<TopicPartition, Long> positions = new LinkedHashMap<>();
