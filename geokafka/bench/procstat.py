@@ -96,11 +96,11 @@ def threads_and_sockets(pid: int) -> tuple[int, int]:
 def _cpu_and_rss(pid: int) -> tuple[float, int]:
     """CPU seconds (own + reaped children) and VmRSS bytes of one process."""
     fields = stat_fields(pid)
+    if fields is None:
+        return 0.0, 0
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return 0.0, 0
-    if fields is None:
         return 0.0, 0
     cpu = ticks_s(fields, UTIME, STIME, CUTIME, CSTIME)
     rss = 0
