@@ -38,21 +38,29 @@ def ticks_s(fields: list[str], *indexes: int) -> float:
     return sum(int(fields[i]) for i in indexes) / TICKS_PER_S
 
 
-def thread_names(pid: int | None = None) -> dict[int, str]:
-    """Thread ID -> name (``comm``, cut to 15 characters by Linux) of every live thread of ``pid`` (None: this
-    process); empty when there is no such process or no ``/proc``."""
-    tasks = _task(pid, None) / "task"
+def thread_ids(pid: int | None = None) -> set[int]:
+    """The IDs of every live thread of ``pid`` (None: this process); empty when there is no such process or no
+    ``/proc``."""
     try:
-        tids = os.listdir(tasks)
+        return {int(tid) for tid in os.listdir(_task(pid, None) / "task")}
     except OSError:
-        return {}
-    names = {}
-    for tid in tids:
-        try:
-            names[int(tid)] = (tasks / tid / "comm").read_text().strip()
-        except (OSError, ValueError):
-            continue  # it ended meanwhile
-    return names
+        return set()
+
+
+def thread_name(tid: int, pid: int | None = None) -> str | None:
+    """The name (``comm``, cut to 15 characters by Linux) of thread ``tid`` of ``pid`` (None: this process); None
+    when it has ended."""
+    try:
+        return (_task(pid, tid) / "comm").read_text().strip()
+    except OSError:
+        return None
+
+
+def thread_names(pid: int | None = None) -> dict[int, str]:
+    """Thread ID -> name (:func:`thread_name`) of every live thread of ``pid`` (None: this process); empty when
+    there is no such process or no ``/proc``."""
+    names = {tid: thread_name(tid, pid) for tid in thread_ids(pid)}
+    return {tid: name for tid, name in names.items() if name is not None}  # a thread that ended meanwhile: none
 
 
 def thread_cpu_s(tid: int | None, pid: int | None = None) -> float:

@@ -9,18 +9,13 @@ Where ``/proc`` is missing or the thread cannot be told apart, nothing is found 
 
 from __future__ import annotations
 
-from geokafka.procfs import thread_cpu_s, thread_names
+from geokafka.procfs import thread_cpu_s, thread_ids, thread_name
 
 __all__ = ["started_thread", "thread_cpu_s", "thread_ids"]
-
-
-def thread_ids() -> set[int]:
-    """This process's thread IDs now (empty without ``/proc``)."""
-    return set(thread_names())
 
 
 def started_thread(before: set[int], name: str) -> int | None:
     """The one thread named ``name`` started since ``before`` was taken (:func:`thread_ids`); None when there is
     none, or more than one (another thread made a client meanwhile: which is whose is unknown)."""
-    found = [tid for tid, named in thread_names().items() if tid not in before and named == name]
+    found = [tid for tid in thread_ids() - before if thread_name(tid) == name]
     return found[0] if len(found) == 1 else None

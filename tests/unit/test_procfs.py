@@ -37,7 +37,8 @@ def test_a_thread_is_listed_with_its_name_and_its_cpu_read():
         ready.wait(10)
         names = procfs.thread_names()
         assert found["tid"] in names and names[threading.get_native_id()]  # every thread with its name
-        assert set(names) == set(procfs.thread_names(os.getpid()))
+        assert set(names) == set(procfs.thread_names(os.getpid())) and found["tid"] in procfs.thread_ids()
+        assert procfs.thread_name(found["tid"]) == names[found["tid"]]
         assert procfs.thread_cpu_s(found["tid"]) > 0.0
         fields = procfs.stat_fields(os.getpid(), found["tid"])
         assert fields is not None and procfs.ticks_s(fields, procfs.UTIME, procfs.STIME) >= 0.0
@@ -45,4 +46,4 @@ def test_a_thread_is_listed_with_its_name_and_its_cpu_read():
         done.set()
         thread.join(10)
     assert procfs.thread_cpu_s(None) == 0.0 and procfs.thread_cpu_s(GONE) == 0.0
-    assert procfs.thread_names(GONE) == {}
+    assert procfs.thread_names(GONE) == {} and procfs.thread_ids(GONE) == set() and procfs.thread_name(GONE) is None
