@@ -7,6 +7,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RecordBatchTooLargeException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -62,23 +63,21 @@ final class GroupTransaction {
                 ProducerPool.closeQuietly(producer);  // neither pooled nor kept by anyone otherwise
                 throw e;
             }
-            long ahead = this.readBack.entrySet().stream()
-                    .filter(e -> e.getValue() > options.expected.getOrDefault(e.getKey(), new long[] {-1, 0})[0]).count();
-            if (ahead > 0) {
-                LOG.info("geokafka sink: group {} of flow {}: {} partitions resume past the batch's start, where an "
-                        + "earlier writer of the group committed", group, options.flow, ahead);
-            }
             // Every partition read back ahead of the driver is tracked, rows or none: the driver learns its
             // position from this task's report, and the pooled producer keeps it. A partition left out (on a
             // backlog, the batch's time was up before the reader reached it) kept the driver at the batch's
             // start while the pooled producer still looked like the owner, and the next task wrote what the
             // failed attempt had committed again.
-            this.readBack.forEach((key, next) -> {
-                if (next > options.expected.getOrDefault(key, new long[] {-1, 0})[0]) {
-                    org.apache.kafka.common.TopicPartition tp = Contract.parsePartitionKey(key);
+            for (Map.Entry<String, Long> e : this.readBack.entrySet()) {
+                TopicPartition tp = Contract.parsePartitionKey(e.getKey());
+                if (e.getValue() > options.expectedOf(tp.topic(), tp.partition())[0]) {
                     partition(tp.topic(), tp.partition());
                 }
-            });
+            }
+            if (!partitions.isEmpty()) {
+                LOG.info("geokafka sink: group {} of flow {}: {} partitions resume past the batch's start, where an "
+                        + "earlier writer of the group committed", group, options.flow, partitions.size());
+            }
         }
     }
 
