@@ -20,7 +20,7 @@ TEST_TOPOLOGY = """
 clusters:
   east:
     bootstrap: 127.0.0.1:{east}
-    local: {{brokers: 3, racks: [east-a, east-b, east-c], heap_mb: 320, jit: quick, broker_config: {idle}}}
+    local: {{brokers: {east_brokers}, racks: [{east_racks}], heap_mb: 320, jit: quick, broker_config: {idle}}}
   west:
     bootstrap: 127.0.0.1:{west}
     local: {{brokers: 1, heap_mb: 320, jit: quick, broker_config: {authorizer}}}
@@ -50,10 +50,12 @@ AUTHORIZER = ('{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.S
               '"super.users": "User:ANONYMOUS", ' + IDLE + '}')
 
 
-def topology_on(state_dir: Path, base: int) -> Topology:
-    """east, west and south on ports from ``base`` (east +92..94, west +1092, south +2092), no flows."""
+def topology_on(state_dir: Path, base: int, east_brokers: int = 3) -> Topology:
+    """east, west and south on ports from ``base`` (east +92..94, west +1092, south +2092), no flows; east has
+    ``east_brokers`` nodes, one per rack (east-a, east-b, east-c)."""
+    racks = ", ".join(f"east-{rack}" for rack in "abc"[:east_brokers])
     text = TEST_TOPOLOGY.format(state_dir=state_dir, east=base + 92, west=base + 1092, south=base + 2092,
-                                authorizer=AUTHORIZER, idle="{" + IDLE + "}")
+                                east_brokers=east_brokers, east_racks=racks, authorizer=AUTHORIZER, idle="{" + IDLE + "}")
     return parse_topology(text, "tests/conftest.py")
 
 

@@ -28,9 +28,10 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def base_topology(state_dir: Path) -> Topology:
-    """This module's own east, west and south, with no flows."""
-    return topology_on(state_dir, port_base())
+def base_topology(request: pytest.FixtureRequest, state_dir: Path) -> Topology:
+    """This module's own east, west and south, with no flows; east has 3 nodes unless the module names fewer in
+    ``EAST_BROKERS`` (a module that loses the whole site, or never touches east's nodes, needs no three racks)."""
+    return topology_on(state_dir, port_base(), getattr(request.module, "EAST_BROKERS", 3))
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,8 @@ from geokafka.topology.schema import FailoverPolicy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
+EAST_BROKERS = 1  # east is only ever a running source here: no broker of it is killed, paused or restarted
+
 
 def _consume_and_commit(conn, topic: str, group: str, count: int) -> list:
     consumer = Consumer(conn.librdkafka(**{"group.id": group, "auto.offset.reset": "earliest",
@@ -222,7 +224,7 @@ def test_the_site_guard_holds_a_lost_site_over_its_rpo_limit_and_fails_it_over_w
 
 def test_promote_is_lossless_and_failback_returns(base_topology, east, west, unique):
     topic, group = unique("plan"), unique("ledger")
-    create_topic(east, topic, partitions=2, rf=3)
+    create_topic(east, topic, partitions=2, rf=1)
     create_topic(west, topic, partitions=2, rf=1)
     produce(east, topic, [{"key": f"k{i}".encode(), "value": f"v{i}".encode(), "partition": i % 2} for i in range(200)])
     consumed = _consume_and_commit(east, topic, group, 70)
@@ -335,7 +337,7 @@ def test_a_transaction_held_open_on_the_state_topic_never_makes_a_flow_look_down
 
     steady, restarting = unique("steady"), unique("restarting")
     for topic in (steady, f"{restarting}-1"):
-        create_topic(east, topic, partitions=2, rf=3)
+        create_topic(east, topic, partitions=2, rf=1)
         produce(east, topic, [(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)])
     topology = with_flows(base_topology, **{steady: {"source": "east", "target": "south", "topics": [steady]},
                                             restarting: {"source": "east", "target": "south",
@@ -354,7 +356,7 @@ def test_a_transaction_held_open_on_the_state_topic_never_makes_a_flow_look_down
                      b"progress/nobody/t/0", partition=DATA_PARTITION)
         assert dead.flush(30) == 0
         opened = time.monotonic()
-        create_topic(east, f"{restarting}-2", partitions=2, rf=3)
+        create_topic(east, f"{restarting}-2", partitions=2, rf=1)
         produce(east, f"{restarting}-2", [(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)])
         wait_for(lambda: runners[restarting].status != "running", 60, "the flow restarting for its new topic")
         seen: list[tuple[float, dict[str, tuple[str, float | None]]]] = []

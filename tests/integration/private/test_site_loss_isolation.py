@@ -1,7 +1,7 @@
 """A lost site never slows the healthy flows: fan-in from three source sites to one target, one site killed.
 
-east (3 brokers), south and north each replicate to west in one `mirror`; every east node (brokers and
-controllers) is killed with SIGKILL for 90 s while traffic runs on all three sites. For the whole outage
+east, south and north (one node each) replicate to west in one `mirror`; east's node (broker and
+controller) is killed with SIGKILL for 90 s while traffic runs on all three sites. For the whole outage
 the two healthy flows keep replicating within 2 s, `status` shows them running with fresh heartbeats, and
 the mirror's observation of their sources (their RPO bound) stays fresh; the dead flow shows its source
 unreachable. When east comes back its flow resumes, exactly once.
@@ -29,6 +29,8 @@ from geokafka.monitoring.collect import StatusCollector
 from geokafka.topology import Topology
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240), pytest.mark.timeout(900)]
+
+EAST_BROKERS = 1  # the whole site dies at once: how many nodes it had changes nothing the other flows see
 
 OUTAGE_S = 90.0
 SOURCE_TIMEOUT_S = 2.0  # status's time-out for a source's answer
@@ -189,8 +191,8 @@ def test_a_lost_source_site_never_slows_the_healthy_flows(with_north, local_clus
     topology = with_north
     conns = {name: connection(topology, name) for name in ("east", "south", "north", "west")}
     topic = unique("fan")
-    for site, rf in (("east", 3), ("south", 1), ("north", 1)):
-        create_topic(conns[site], topic, partitions=PARTITIONS, rf=rf)
+    for site in ("east", "south", "north"):
+        create_topic(conns[site], topic, partitions=PARTITIONS, rf=1)
     flows = {f"{site}-west": {"source": site, "target": "west", "topics": [topic]} for site in ("east", "south", "north")}
     topology = with_flows(topology, **flows)
     traffic = {site: Traffic(conns[site], topic).start() for site in ("east", "south", "north")}
