@@ -149,6 +149,15 @@ def _key(conn: ClusterConnection) -> tuple[str, str, str]:
     return conn.name, conn.bootstrap, digest
 
 
+def described_nodes(client: AdminClient, timeout_s: float) -> int:
+    """How many brokers the cluster lists, asked with DescribeCluster: an answer of the same size whatever the
+    cluster holds, where a metadata request for every topic cost the broker ~25 ms and the client ~6 ms of CPU at
+    5,000 partitions (measured on a 1-node cluster). librdkafka sends it to the one broker its metadata last named
+    as the controller, which may since have died or stopped: no answer proves nothing (:meth:`ClusterAdmin.probe`
+    then asks for metadata, which any broker serves)."""
+    return len(client.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s).nodes)
+
+
 def _refusal_recorder(conn: ClusterConnection) -> Callable[[KafkaError], None]:
     """An ``error_cb`` that remembers refused logins and handshakes of ``conn``'s cluster."""
     key = _key(conn)
@@ -222,12 +231,20 @@ class ClusterAdmin:
 
         client = AdminClient(self.conn.librdkafka(logger=_SILENT, error_cb=on_error))
         deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
+        describe = True
         while True:
+            wait_s = max(0.05, min(0.25, deadline - time.monotonic()))
             try:
-                client.list_topics(timeout=max(0.05, min(0.25, deadline - time.monotonic())))
+                if describe:
+                    described_nodes(client, wait_s)
+                else:
+                    client.list_topics(timeout=wait_s)
                 _refusals.pop(_key(self.conn), None)
                 return True
-            except KafkaException as exc:
+            except (KafkaException, FutureTimeout) as exc:
+                # DescribeCluster goes to the one broker the metadata named; a metadata request to any that
+                # answers: a cluster with one broker paused or dying is still there
+                describe = False
                 client.poll(0)  # serves the error callback
                 refusal = _refusals.get(_key(self.conn))
                 if refusal is not None:

@@ -1,5 +1,6 @@
 """Fault injection while replicating: a paused (SIGSTOP) target broker and a killed target
-broker (RF 3). Afterwards the target equals the source record for record.
+broker (RF 3). Afterwards the target equals the source record for record. And a probe of a cluster
+whose one broker is paused (SIGSTOP) still finds the cluster there.
 
 A killed source broker and a 60 s target outage: test_pipeline_faults.py. A link between
 "DCs" cut for 60 s (the target cluster in its own network namespace, its veth link down; no
@@ -15,6 +16,7 @@ import pytest
 from kafka_util import assert_same_records, create_topic, numbered_records, produce, read_all
 from pipeline_util import running_mirror, wait_for, wait_progress_at, with_flows
 
+from geokafka.control.admin import ClusterAdmin
 from geokafka.infra.local_cluster import kill_node, start_node, wait_until_ready
 
 CLUSTERS = ("east", "west")  # south is not used here: not started
@@ -49,3 +51,20 @@ def test_paused_source_broker_and_killed_target_broker(base_topology, local_clus
         wait_for(lambda: len(read_all(east, f"west.{topic}", timeout_s=20)) >= 6000, 300, "catch-up after the faults")
         wait_progress_at(runners, "fi", topic, {p: 2000 for p in range(3)})
     assert_same_records(read_all(west, topic), read_all(east, f"west.{topic}"))
+
+
+def test_a_probe_finds_a_cluster_whose_one_broker_is_paused(local_clusters, east):
+    """A probe asks a new client for DescribeCluster, which librdkafka sends to the broker the metadata named as the
+    controller (in KRaft a random live one). For ~9 s a paused broker is still live in the metadata: a probe that
+    took no answer from it for the cluster's would call a cluster of two answering brokers unreachable."""
+    admin = ClusterAdmin(east, timeout_s=5.0)
+    kill_node(local_clusters["east"], 3, signal.SIGSTOP)  # bootstrap is node 1: only the named controller can be 3
+    try:
+        paused = time.monotonic()
+        looks = []
+        while time.monotonic() - paused < 6.0:  # the broker's session (9 s) has not ended: it is still named
+            looks.append(admin.probe(3.0))
+    finally:
+        kill_node(local_clusters["east"], 3, signal.SIGCONT)
+    assert len(looks) >= 6 and all(looks), looks
+
