@@ -56,7 +56,8 @@ def test_paused_source_broker_and_killed_target_broker(base_topology, local_clus
 def test_a_probe_finds_a_cluster_whose_one_broker_is_paused(local_clusters, east):
     """A probe asks a new client for DescribeCluster, which librdkafka sends to the broker the metadata named as the
     controller (in KRaft a random live one). For ~9 s a paused broker is still live in the metadata: a probe that
-    took no answer from it for the cluster's would call a cluster of two answering brokers unreachable."""
+    trusted DescribeCluster alone would call the cluster unreachable whenever that broker was named, while two
+    others answer."""
     admin = ClusterAdmin(east, timeout_s=5.0)
     kill_node(local_clusters["east"], 3, signal.SIGSTOP)  # bootstrap is node 1: only the named controller can be 3
     try:
@@ -67,4 +68,3 @@ def test_a_probe_finds_a_cluster_whose_one_broker_is_paused(local_clusters, east
     finally:
         kill_node(local_clusters["east"], 3, signal.SIGCONT)
     assert len(looks) >= 6 and all(looks), looks
-
