@@ -5,12 +5,11 @@ from __future__ import annotations
 import socket
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from geokafka.control.admin import raise_mapped, silent_logger
+from geokafka.control.admin import cluster_nodes, raise_mapped, silent_logger
 from geokafka.control.connection import ClusterConnection
 from geokafka.errors import ClusterUnreachableError, TopologyError
 from geokafka.guard.model import Broker, ClusterView, PartitionView
@@ -41,7 +40,7 @@ class ClusterReader:
     def registered_brokers(self) -> dict[int, Broker]:
         """Brokers the controller has registered and not fenced, with their rack as DC."""
         try:
-            nodes = self._describe_cluster()
+            nodes = cluster_nodes(self._admin, self.timeout_s)
         except (KafkaException, TimeoutError):
             # librdkafka sends DescribeCluster to the broker its cached metadata names as the
             # controller (in KRaft, some live broker) and only refreshes that every 5 minutes: when
@@ -49,11 +48,11 @@ class ClusterReader:
             # a live one; failing that, a new client asks a live bootstrap broker from scratch.
             try:
                 self._admin.list_topics(timeout=self.timeout_s)
-                nodes = self._describe_cluster()
+                nodes = cluster_nodes(self._admin, self.timeout_s)
             except (KafkaException, TimeoutError):
                 self._admin = AdminClient(self.conn.librdkafka(logger=silent_logger()))
                 try:
-                    nodes = self._describe_cluster()
+                    nodes = cluster_nodes(self._admin, self.timeout_s)
                 except (KafkaException, TimeoutError) as exc:
                     raise_mapped(self.conn, "describing the cluster", exc)
                     return {}
@@ -62,9 +61,6 @@ class ClusterReader:
             raise TopologyError(f"cluster {self.conn.name}: brokers {missing} have no broker.rack; the guard needs "
                                 "broker.rack set to each broker's DC")
         return {n.id: Broker(n.id, n.rack, n.host, n.port) for n in nodes}
-
-    def _describe_cluster(self) -> list[Any]:
-        return self._admin.describe_cluster(request_timeout=self.timeout_s).result(timeout=self.timeout_s).nodes
 
     def observe(self, known: dict[int, Broker], refresh_configs: bool = False) -> ClusterView:
         """One observation; raises ClusterUnreachableError when no broker answers."""
