@@ -16,13 +16,14 @@ import socket
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from geokafka.artifacts import jars
 from geokafka.errors import AuthError, ClusterUnreachableError, EnvironmentError_, NodeExitedError, refusal_reason
-from geokafka.infra import kafka_class_archive
+from geokafka.infra import kafka_class_archive, storage_format
 from geokafka.infra.broker_security import BrokerAuth, ListenerSecurity, broker_auth
 from geokafka.infra.processes import (
     extra_jvm_options,
@@ -159,13 +160,7 @@ def start_clusters(specs: list[LocalClusterSpec], timeout_s: float = 90.0) -> di
                     )
     classpath = jars.kafka_classpath()
     auths = {spec.name: broker_auth(spec.security, spec.home, spec.name) for spec, _ in plans}
-    formats = []
-    for spec, to_start in plans:
-        cluster_id = _cluster_id(spec)
-        auth = auths[spec.name]
-        formats += [(spec, node, _prepare_node(spec, node, classpath, cluster_id, auth)) for node in to_start]
-    for spec, node, proc in formats:
-        _await_format(spec, node, proc)
+    _prepare_nodes([(spec, node, auths[spec.name]) for spec, to_start in plans for node in to_start], classpath)
     for spec, to_start in plans:
         for node in to_start:
             _launch_node(spec, node, classpath)
@@ -186,8 +181,7 @@ def start_node(spec: LocalClusterSpec, node_id: int) -> None:
     node = spec.node(node_id)
     if running_pid(_pid_file(spec, node)) is None:
         classpath = jars.kafka_classpath()
-        auth = broker_auth(spec.security, spec.home, spec.name)
-        _await_format(spec, node, _prepare_node(spec, node, classpath, _cluster_id(spec), auth))
+        _prepare_nodes([(spec, node, broker_auth(spec.security, spec.home, spec.name))], classpath)
         _launch_node(spec, node, classpath)
 
 
@@ -334,46 +328,96 @@ def _cluster_id(spec: LocalClusterSpec) -> str:
     if path.exists():
         return path.read_text().strip()
     spec.home.mkdir(parents=True, exist_ok=True)
-    while True:
-        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-        if not candidate.startswith("-"):
-            break
+    candidate = _kafka_uuid()
     path.write_text(candidate + "\n")
     return candidate
 
 
+def _kafka_uuid() -> str:
+    """A random id as Kafka writes one (``Uuid.randomUuid``): URL-safe base64 without padding, not starting with
+    a dash (the tools would read it as an option)."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not candidate.startswith("-"):
+            return candidate
+
+
+def _prepare_nodes(nodes: list[tuple[LocalClusterSpec, NodeSpec, BrokerAuth]], classpath: str) -> None:
+    """Write each node's config and format its storage if new: Kafka's tool runs for the first node of each kind
+    (the runs in parallel), and the others of that kind get a copy of its checkpoint
+    (:mod:`~geokafka.infra.storage_format`)."""
+    started: dict[str | None, list[_Format]] = {}
+    later: list[tuple[LocalClusterSpec, NodeSpec, BrokerAuth]] = []
+    for spec, node, auth in nodes:
+        outcome = _prepare_node(spec, node, classpath, auth, run_tool=lambda key: key is None or key not in started)
+        if isinstance(outcome, _Format):
+            started.setdefault(outcome.key, []).append(outcome)
+        elif outcome == "later":
+            later.append((spec, node, auth))
+    for runs in started.values():
+        for run in runs:
+            _await_format(run)
+    for spec, node, auth in later:
+        outcome = _prepare_node(spec, node, classpath, auth, run_tool=lambda key: True)
+        if isinstance(outcome, _Format):  # the first of its kind kept no checkpoint (its folder was changed)
+            _await_format(outcome)
+
+
 def _prepare_node(
-    spec: LocalClusterSpec, node: NodeSpec, classpath: str, cluster_id: str, auth: BrokerAuth
-) -> subprocess.Popen[str] | None:
-    """Write the node's config; start formatting its storage if new (see :func:`_await_format`).
+    spec: LocalClusterSpec, node: NodeSpec, classpath: str, auth: BrokerAuth, run_tool: Callable[[str | None], bool]
+) -> _Format | Literal["formatted", "later"]:
+    """Write the node's config; format its storage if new: from a kept checkpoint of its kind when there is one,
+    else by starting Kafka's tool if ``run_tool(kind)`` (see :func:`_await_format`), else "later".
 
     The config can hold the listener's secrets, so it is readable by its owner only.
     """
     node_dir = spec.node_dir(node.node_id)
     (node_dir / "logs").mkdir(parents=True, exist_ok=True)
     config = node_dir / "server.properties"
-    text = "".join(f"{k}={properties_escape(v)}\n" for k, v in server_properties(spec, node, auth).items())
+    properties = server_properties(spec, node, auth)
+    text = "".join(f"{k}={properties_escape(v)}\n" for k, v in properties.items())
     fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as out:
         os.fchmod(out.fileno(), 0o600)  # also when an older, wider file is rewritten
         out.write(text)
-    if (node_dir / "data" / "meta.properties").exists():
-        return None
-    return subprocess.Popen(
+    data_dir = node_dir / "data"
+    if (data_dir / storage_format.META).exists():
+        return "formatted"
+    format_args = auth.format_args()
+    key = None if format_args else storage_format.template_key(jars.KAFKA_VERSION, properties)
+    cluster_id = _cluster_id(spec)
+    if key is not None and storage_format.format_from_template(key, data_dir, node.node_id, cluster_id, _kafka_uuid()):
+        return "formatted"
+    if not run_tool(key):
+        return "later"
+    proc = subprocess.Popen(
         ["java", *_SHORT_RUN, *kafka_class_archive.java_options(), "-cp", _with_plugins(classpath), *_jvm_logging(node_dir),
-         "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), "--ignore-formatted", *auth.format_args()],
+         "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config), "--ignore-formatted", *format_args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True,
     )
+    return _Format(spec.name, node.node_id, proc, key, data_dir)
 
 
-def _await_format(spec: LocalClusterSpec, node: NodeSpec, proc: subprocess.Popen[str] | None) -> None:
-    """Wait for a format started by :func:`_prepare_node` (formats of several nodes run in parallel)."""
-    if proc is None:
-        return
-    output, _ = proc.communicate()
-    if proc.returncode != 0:
+@dataclass(frozen=True)
+class _Format:
+    """A run of Kafka's storage tool for one node; ``key``: the kind of node whose checkpoint it makes (None: not
+    one to copy)."""
+
+    cluster: str
+    node_id: int
+    proc: subprocess.Popen[str]
+    key: str | None
+    data_dir: Path
+
+
+def _await_format(run: _Format) -> None:
+    """Wait for a format started by :func:`_prepare_node`; keep its checkpoint for the next node of its kind."""
+    output, _ = run.proc.communicate()
+    if run.proc.returncode != 0:
         tail = output.strip().splitlines()[-1:] or ["?"]
-        raise EnvironmentError_(f"cluster {spec.name}: formatting node {node.node_id} failed: {tail[0]}")
+        raise EnvironmentError_(f"cluster {run.cluster}: formatting node {run.node_id} failed: {tail[0]}")
+    if run.key is not None:
+        storage_format.keep_template(run.key, run.data_dir)
 
 
 def properties_escape(value: str) -> str:

@@ -15,8 +15,16 @@ from kafka_util import create_topic, produce, read_all
 
 from geokafka.artifacts import jars
 from geokafka.control.connection import ClusterConnection
-from geokafka.infra import kafka_class_archive
-from geokafka.infra.local_cluster import LocalClusterSpec, kill_node, listening_ports, running_nodes, start_node
+from geokafka.infra import kafka_class_archive, storage_format
+from geokafka.infra.broker_security import broker_auth
+from geokafka.infra.local_cluster import (
+    LocalClusterSpec,
+    kill_node,
+    listening_ports,
+    running_nodes,
+    server_properties,
+    start_node,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -81,6 +89,31 @@ def test_every_node_maps_kafkas_class_archive(local_clusters: dict[str, LocalClu
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert proc.stdout.count("source: shared objects file (top)") > 1000  # Kafka's own classes, from the archive
+
+
+def test_nodes_of_one_kind_start_from_the_checkpoint_kafkas_tool_wrote(
+    local_clusters: dict[str, LocalClusterSpec],
+) -> None:
+    """The running nodes: each has its own identity, and of each kind of node at most one ran the tool (the first
+    of its kind in a start, when no checkpoint was kept yet); the rest got a copy of the kept one."""
+    by_kind: dict[str, list[bytes]] = {}
+    directory_ids = []
+    for spec in local_clusters.values():
+        cluster_id = (spec.home / "cluster.id").read_text().strip()
+        auth = broker_auth(spec.security, spec.home, spec.name)
+        for node in spec.nodes:
+            data = spec.node_dir(node.node_id) / "data"
+            meta = dict(line.split("=", 1) for line in (data / storage_format.META).read_text().splitlines()
+                        if not line.startswith("#"))
+            assert (meta["node.id"], meta["cluster.id"], meta["version"]) == (str(node.node_id), cluster_id, "1")
+            directory_ids.append(meta["directory.id"])
+            key = storage_format.template_key(jars.KAFKA_VERSION, server_properties(spec, node, auth))
+            by_kind.setdefault(key, []).append((data / storage_format.CHECKPOINT).read_bytes())
+    assert len(set(directory_ids)) == len(directory_ids)
+    assert len(by_kind) == 2  # east's three nodes; west and south, alike
+    for key, checkpoints in by_kind.items():
+        kept = storage_format.template_path(key).read_bytes()
+        assert sum(c != kept for c in checkpoints) <= 1, key
 
 
 def test_a_killed_broker_leaves_the_metadata_and_rejoins_after_restart(
