@@ -380,11 +380,13 @@ def _prepare_node(
     with os.fdopen(fd, "w", encoding="ascii") as out:
         os.fchmod(out.fileno(), 0o600)  # also when an older, wider file is rewritten
         out.write(text)
-    data_dir = node_dir / "data"
+    data_dirs = properties["log.dirs"].split(",")  # the node's own, unless its broker_config says otherwise
+    data_dir = Path(data_dirs[0])
     if (data_dir / storage_format.META).exists():
         return "formatted"
     format_args = auth.format_args()
-    key = None if format_args else storage_format.template_key(jars.KAFKA_VERSION, properties)
+    copyable = not format_args and len(data_dirs) == 1 and "metadata.log.dir" not in properties
+    key = storage_format.template_key(jars.KAFKA_VERSION, properties) if copyable else None
     cluster_id = _cluster_id(spec)
     if key is not None and storage_format.format_from_template(key, data_dir, node.node_id, cluster_id, _kafka_uuid()):
         return "formatted"
