@@ -7,13 +7,16 @@ import org.apache.kafka.common.errors.InvalidProducerEpochException;
 import org.apache.kafka.common.errors.RecordBatchTooLargeException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.TransactionAbortableException;
 
 /** Kafka client exceptions as {@link GeokafkaException}s, by exception type (never by message text).
  *
  * <p>The innermost Kafka exception of the cause chain decides: the clients wrap the error that happened (a
  * {@code TimeoutException}, retriable) in general ones ({@code KafkaException: Failed to send}), and the wrapper's
  * type says nothing of whether trying again helps. A {@link GeokafkaException} anywhere in the chain is taken as
- * it is. */
+ * it is. A {@code TransactionAbortableException} (Kafka's {@code TRANSACTION_ABORTABLE}: a broker could not verify
+ * the transaction, e.g. its coordinator's broker died) is retriable though not a {@code RetriableException}: the
+ * transaction is aborted and the task's retry writes its records again in a new one. */
 final class KafkaErrors {
     private static final int MAX_DEPTH = 32;
 
@@ -44,6 +47,7 @@ final class KafkaErrors {
         if (t instanceof ProducerFencedException || t instanceof InvalidProducerEpochException) {
             return new GeokafkaException(GeokafkaException.Kind.FENCED, code, true, message, e);
         }
-        return new GeokafkaException(GeokafkaException.Kind.KAFKA, code, t instanceof RetriableException, message, e);
+        boolean retriable = t instanceof RetriableException || t instanceof TransactionAbortableException;
+        return new GeokafkaException(GeokafkaException.Kind.KAFKA, code, retriable, message, e);
     }
 }

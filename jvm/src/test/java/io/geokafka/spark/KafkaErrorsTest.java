@@ -11,6 +11,7 @@ import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.errors.TransactionAbortableException;
 import org.junit.jupiter.api.Test;
 
 /** The JVM side's error table: what each Kafka exception means for a retry, bare and wrapped as the clients wrap
@@ -28,6 +29,7 @@ class KafkaErrorsTest {
                 new Row(new TimeoutException("t"), GeokafkaException.Kind.KAFKA, true, 7),
                 new Row(new NotEnoughReplicasException("n"), GeokafkaException.Kind.KAFKA, true, 19),
                 new Row(new InvalidConfigurationException("c"), GeokafkaException.Kind.KAFKA, false, 40),
+                new Row(new TransactionAbortableException("v"), GeokafkaException.Kind.KAFKA, true, 120),
                 new Row(new TopicAuthorizationException("a"), GeokafkaException.Kind.AUTH, false, 29),
                 new Row(new RecordTooLargeException("r"), GeokafkaException.Kind.RECORD_TOO_LARGE, false, 10),
                 new Row(new ProducerFencedException("f"), GeokafkaException.Kind.FENCED, true, 90));
