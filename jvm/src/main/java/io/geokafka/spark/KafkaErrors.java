@@ -15,7 +15,7 @@ import org.apache.kafka.common.errors.TransactionAbortableException;
  * {@code TimeoutException}, retriable) in general ones ({@code KafkaException: Failed to send}), and the wrapper's
  * type says nothing of whether trying again helps. A {@link GeokafkaException} anywhere in the chain is taken as
  * it is. A {@code TransactionAbortableException} (Kafka's {@code TRANSACTION_ABORTABLE}: a broker could not verify
- * the transaction, e.g. its coordinator's broker died) is retriable though not a {@code RetriableException}: the
+ * the transaction with its coordinator) is retriable though not a {@code RetriableException}: the
  * transaction is aborted and the task's retry writes its records again in a new one. */
 final class KafkaErrors {
     private static final int MAX_DEPTH = 32;
