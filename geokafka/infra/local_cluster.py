@@ -16,7 +16,6 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -346,28 +345,28 @@ def _prepare_nodes(nodes: list[tuple[LocalClusterSpec, NodeSpec, BrokerAuth]], c
     """Write each node's config and format its storage if new: Kafka's tool runs for the first node of each kind
     (the runs in parallel), and the others of that kind get a copy of its checkpoint
     (:mod:`~geokafka.infra.storage_format`)."""
-    started: dict[str | None, list[_Format]] = {}
+    runs: list[_Format] = []
     later: list[tuple[LocalClusterSpec, NodeSpec, BrokerAuth]] = []
     for spec, node, auth in nodes:
-        outcome = _prepare_node(spec, node, classpath, auth, run_tool=lambda key: key is None or key not in started)
+        outcome = _prepare_node(spec, node, classpath, auth, busy={run.key for run in runs if run.key is not None})
         if isinstance(outcome, _Format):
-            started.setdefault(outcome.key, []).append(outcome)
+            runs.append(outcome)
         elif outcome == "later":
             later.append((spec, node, auth))
-    for runs in started.values():
-        for run in runs:
-            _await_format(run)
+    for run in runs:
+        _await_format(run)
     for spec, node, auth in later:
-        outcome = _prepare_node(spec, node, classpath, auth, run_tool=lambda key: True)
-        if isinstance(outcome, _Format):  # the first of its kind kept no checkpoint (its folder was changed)
+        outcome = _prepare_node(spec, node, classpath, auth, busy=set())
+        if isinstance(outcome, _Format):  # no checkpoint kept after all (the cache folder was removed meanwhile)
             _await_format(outcome)
 
 
 def _prepare_node(
-    spec: LocalClusterSpec, node: NodeSpec, classpath: str, auth: BrokerAuth, run_tool: Callable[[str | None], bool]
+    spec: LocalClusterSpec, node: NodeSpec, classpath: str, auth: BrokerAuth, busy: set[str]
 ) -> _Format | Literal["formatted", "later"]:
     """Write the node's config; format its storage if new: from a kept checkpoint of its kind when there is one,
-    else by starting Kafka's tool if ``run_tool(kind)`` (see :func:`_await_format`), else "later".
+    "later" when the tool is already formatting a node of its kind (in ``busy``), else by starting Kafka's tool
+    (see :func:`_await_format`).
 
     The config can hold the listener's secrets, so it is readable by its owner only.
     """
@@ -390,7 +389,7 @@ def _prepare_node(
     cluster_id = _cluster_id(spec)
     if key is not None and storage_format.format_from_template(key, data_dir, node.node_id, cluster_id, _kafka_uuid()):
         return "formatted"
-    if not run_tool(key):
+    if key in busy:
         return "later"
     proc = subprocess.Popen(
         ["java", *_SHORT_RUN, *kafka_class_archive.java_options(), "-cp", _with_plugins(classpath), *_jvm_logging(node_dir),
