@@ -1,11 +1,12 @@
 """The Python-Java contract: names both the driver and the JVM source and sink read or write.
 
 ``contract.json`` (next to this module) declares them once: the state topic, the progress
-record's key and fields, the provenance headers, the transactional ids, the commit summary
-fields, the failure kinds, the partition key (a source partition in the sink's options), the option
-names and each option's value shape. The jvm module's build copies the same file into
-its jar, where ``Contract.java`` loads it; each side has a test that fails when its code drifts
-from the file (``tests/unit/test_contract.py``, ``jvm/src/test/.../ContractTest.java``).
+records' keys and fields (one partition's, and a partition group's packed one), the provenance
+headers, the transactional ids, the commit summary fields, the failure kinds, the partition key
+(a source partition in the sink's options), the option names and each option's value shape. The
+jvm module's build copies the same file into its jar, where ``Contract.java`` loads it; each side
+has a test that fails when its code drifts from the file (``tests/unit/test_contract.py``,
+``jvm/src/test/.../ContractTest.java``).
 
 Standard library only: cheap to import anywhere.
 """
@@ -34,6 +35,9 @@ def name(section: str, role: str) -> str:
 
 STATE_TOPIC: str = spec()["state_topic"]
 PROGRESS_KEY: str = spec()["progress"]["key"]
+PACKED_PROGRESS_KEY: str = spec()["packed_progress"]["key"]
+PACKED_SNAPSHOT_SLOT: str = spec()["packed_progress"]["snapshot_slot"]
+PACKED_DELTA_SLOTS: int = int(spec()["packed_progress"]["delta_slots"])
 ORIGIN_HEADER: str = spec()["headers"]["origin"]
 SOURCE_HEADER: str = spec()["headers"]["source"]
 SOURCE_HEADER_VALUE: str = spec()["headers"]["source_value"]
@@ -46,6 +50,16 @@ WRITER_COMPRESSION: str = spec()["writer_compression"]
 def progress_key(flow: str, topic: str, partition: int) -> str:
     """Key of one source partition's progress record."""
     return PROGRESS_KEY.format(flow=flow, topic=topic, partition=partition)
+
+
+def packed_progress_key(flow: str, generation: int, group: int, slot: str) -> str:
+    """Key of one slot of a partition group's packed progress record."""
+    return PACKED_PROGRESS_KEY.format(flow=flow, generation=generation, group=group, slot=slot)
+
+
+def packed_progress_prefix(flow: str) -> str:
+    """What every packed progress key of ``flow`` starts with."""
+    return PACKED_PROGRESS_KEY.split("{generation}", 1)[0].format(flow=flow)
 
 
 def transactional_id_prefix(flow: str) -> str:

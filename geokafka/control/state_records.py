@@ -4,10 +4,14 @@ One compacted topic of two partitions (below) on every target cluster holds geok
 (it lives on the target because the target is what survives a source-site disaster). Its
 records, by key:
 
-* :class:`Progress` ``progress/<flow>/<topic>/<partition>``: the next source offset to
-  replicate and the last replicated record's timestamp, committed *in the same Kafka
-  transaction* as the records it covers (by the JVM sink, ``jvm/.../Progress.java``, which
-  writes the same key and value).
+* :class:`PackedProgress` ``packed/<flow>/g<generation>.<group>/<slot>``: the next source offset to
+  replicate and the last replicated record's timestamp of a partition group's partitions, committed *in the
+  same Kafka transaction* as the records they cover (by the JVM sink, ``jvm/.../Progress.java``): each commit
+  the partitions that moved under one of 64 delta slots in turn, every 64th commit the whole group under
+  the snapshot slot ``all``, so compaction keeps every partition's latest position.
+* :class:`Progress` ``progress/<flow>/<topic>/<partition>``: the same for one partition, as earlier versions
+  of the sink wrote it and the driver still does outside a query (a skipped gap, a replay of stranded
+  records). A partition's progress is its last mention in either kind.
 * :class:`Heartbeat` ``flow/<flow>``: the flow's state (running, retrying, stopped,
   failed-over, error) with the mirror's counters, rewritten every ~5 s by a live mirror.
 * :class:`SourceEnds` ``ends/<flow>``: the source's end offsets as last observed (every
@@ -61,7 +65,7 @@ DATA_PARTITION = 0
 CONTROL_PARTITION = 1
 """The state partition no transaction writes: every other record."""
 STATE_PARTITIONS = 2
-TRANSACTIONAL_KINDS = frozenset({"progress", "reconciled"})
+TRANSACTIONAL_KINDS = frozenset({"progress", "packed", "reconciled"})
 
 
 def partition_of(key: str) -> int:
@@ -138,6 +142,47 @@ class Progress:
         """From the key's part after ``progress/<flow>/`` (``<topic>/<partition>``) and the value."""
         topic, partition = contract.parse_partition_key(rest)
         return cls(flow, topic, partition, int(value[_NEXT]), int(value.get(_LAST_TIMESTAMP, -1)))
+
+
+_PACKED_TOPICS = contract.spec()["packed_progress"]["fields"]["topics"]
+
+
+@dataclass(frozen=True)
+class PackedProgress:
+    """The progress of some partitions of one partition group, as the JVM sink writes it in each commit's
+    transaction: the partitions that moved under one of the group's delta slots, or every partition of the group
+    under its snapshot slot (see ``packed_progress`` in ``contract.json``). A partition's progress is its last
+    mention in the state topic, in a record of this kind or a :class:`Progress`."""
+
+    KIND: ClassVar[str] = "packed"
+    flow: str
+    generation: int
+    group: int
+    slot: str
+    entries: tuple[Progress, ...]
+
+    @property
+    def key(self) -> str:
+        """Its key in the state topic."""
+        return contract.packed_progress_key(self.flow, self.generation, self.group, self.slot)
+
+    def encode(self) -> dict[str, Any]:
+        """Its value (what the JVM sink writes)."""
+        topics: dict[str, list[int]] = {}
+        for e in self.entries:
+            topics.setdefault(e.topic, []).extend((e.partition, e.next, e.last_timestamp))
+        return {_PACKED_TOPICS: topics}
+
+    @staticmethod
+    def decode_entries(flow: str, value: Mapping[str, Any]) -> tuple[Progress, ...]:
+        """The partitions a packed value names, each as a :class:`Progress`."""
+        out: list[Progress] = []
+        for topic, numbers in value[_PACKED_TOPICS].items():
+            if len(numbers) % 3:
+                raise ValueError(f"packed progress of {topic}: {len(numbers)} numbers, not triples")
+            out.extend(Progress(flow, topic, int(numbers[i]), int(numbers[i + 1]), int(numbers[i + 2]))
+                       for i in range(0, len(numbers), 3))
+        return tuple(out)
 
 
 @dataclass(frozen=True)

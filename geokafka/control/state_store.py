@@ -31,6 +31,7 @@ from typing import Any, TypeVar, cast
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
+from geokafka import contract
 from geokafka.control.admin import ClusterAdmin, raise_mapped, silent_logger
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.delivery import drain, is_fatal
@@ -49,6 +50,7 @@ from geokafka.control.state_records import (
     HeldGroups,
     Layout,
     LossAccount,
+    PackedProgress,
     Progress,
     Reconciled,
     Role,
@@ -56,6 +58,7 @@ from geokafka.control.state_records import (
     SourceEndsSeen,
     StateRecord,
     TopicId,
+    TopicPartitionKey,
     flow_prefix,
     partition_of,
 )
@@ -66,8 +69,8 @@ log = logging.getLogger("geokafka.state")
 _STATE_CONFIGS = {
     "cleanup.policy": "compact",
     "min.cleanable.dirty.ratio": "0.1",
-    # a flow writes a progress record per partition that moved per commit (10 a second): short segments
-    # let the cleaner compact them within a minute or two, so a start reads little more than one record a key
+    # a flow's groups write a progress record per commit (10 a second each): short segments let the cleaner
+    # compact them within a minute or two, so a start reads little more than one record a key
     "segment.ms": "60000",
     "message.timestamp.type": "CreateTime",
 }
@@ -137,6 +140,12 @@ class StateSnapshot:
     `status` every few seconds) decodes only what changed since."""
     _typed: dict[str, tuple[int, Any]] = field(default_factory=dict, repr=False)
     """Key -> (offset, typed record) of the per-item records (progress, checkpoints), shared the same way."""
+    _version: int = field(default=0, repr=False)
+    """Counts the changes applied: what :attr:`_positions` was computed at."""
+    _positions: dict[str, tuple[int, dict[TopicPartitionKey, tuple[int, Progress]]]] = field(
+        default_factory=dict, repr=False)
+    """Flow -> (:attr:`_version`, each partition's progress and the offset of its last mention), this snapshot's
+    own."""
 
     @property
     def values(self) -> Mapping[str, Value]:
@@ -184,9 +193,34 @@ class StateSnapshot:
         return [k for k in self.raw if k.startswith(prefix)]
 
     def progress_records(self, flow: str) -> dict[tuple[str, int], Progress]:
-        """(source topic, partition) -> its progress record, for one flow."""
-        records = self._records(Progress.KIND, flow, lambda rest, value: Progress.decode(flow, rest, value))
-        return {(r.topic, r.partition): r for r in records}
+        """(source topic, partition) -> its progress, for one flow: its last mention, in a progress record of its
+        own or in a group's packed one."""
+        return {tp: record for tp, (_, record) in self._progress_positions(flow).items()}
+
+    def _progress_positions(self, flow: str) -> dict[TopicPartitionKey, tuple[int, Progress]]:
+        cached = self._positions.get(flow)
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
+        out: dict[TopicPartitionKey, tuple[int, Progress]] = {}
+        for record in self._records(Progress.KIND, flow, lambda rest, value: Progress.decode(flow, rest, value)):
+            out[(record.topic, record.partition)] = (self.offsets[record.key], record)
+        packed_prefix = contract.packed_progress_prefix(flow)
+        for offset, key in sorted((self.offsets[k], k) for k in self.raw if k.startswith(packed_prefix)):
+            for entry in self._packed_entries(flow, key, offset):
+                held = out.get((entry.topic, entry.partition))
+                if held is None or held[0] < offset:
+                    out[(entry.topic, entry.partition)] = (offset, entry)
+        self._positions[flow] = (self._version, out)
+        return out
+
+    def _packed_entries(self, flow: str, key: str, offset: int) -> tuple[Progress, ...]:
+        cached = self._typed.get(key)
+        if cached is not None and cached[0] == offset:
+            return cast(tuple[Progress, ...], cached[1])
+        value = self.value(key)
+        entries = () if value is None else PackedProgress.decode_entries(flow, value)
+        self._typed[key] = (offset, entries)
+        return entries
 
     def progress(self, flow: str) -> dict[tuple[str, int], int]:
         """(source topic, partition) -> next source offset, for one flow."""
@@ -194,7 +228,8 @@ class StateSnapshot:
 
     def progress_offset(self, flow: str, topic: str, partition: int) -> int | None:
         """Offset in the state topic the partition's progress was read at (None: no progress)."""
-        return self.offsets.get(Progress.key_of(flow, topic, partition))
+        held = self._progress_positions(flow).get((topic, partition))
+        return None if held is None else held[0]
 
     def record(self, kind: type[F], flow: str) -> F | None:
         """The flow's record of ``kind`` (one per flow), None when there is none."""
@@ -284,6 +319,7 @@ class StateSnapshot:
         else:
             self.raw[key] = value
         self.offsets[key] = position
+        self._version += 1
 
     def _drop_first_layout_control(self) -> None:
         for key in [k for k, at in self.offsets.items() if at < CONTROL_BASE and partition_of(k) == CONTROL_PARTITION]:
@@ -298,7 +334,7 @@ class StateSnapshot:
     def copy(self) -> StateSnapshot:
         """A snapshot that later reads of its store leave as it is."""
         return StateSnapshot(dict(self.raw), dict(self.offsets), self.end_offset, self.control_end_offset,
-                             self.layout_seen, self.read_at_ms, self._decoded, self._typed)
+                             self.layout_seen, self.read_at_ms, self._decoded, self._typed, self._version)
 
 
 def encode_value(value: Mapping[str, Any] | None) -> bytes | None:

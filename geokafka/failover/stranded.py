@@ -1,6 +1,6 @@
 """The records a failover stranded at the old source, read from its logs once it answers again.
 
-A flow's progress on the target (``progress/<flow>/<topic>/<partition>``) is committed in the
+A flow's progress on the target (:class:`~geokafka.control.state_records.PackedProgress`) is committed in the
 same transaction as the records it covers, and failover fences the flow's writers, so every
 record of the old source at or past the progress the failover recorded never reached the
 target: those are the **stranded** records. They are read here with a read_committed reader

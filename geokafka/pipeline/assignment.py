@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from geokafka import contract
 from geokafka.control.admin import ClusterAdmin
@@ -47,6 +48,18 @@ class Gap:
         return f"{self.topic}/{self.partition} offsets {self.first}..{self.last}"
 
 
+class Expected(NamedTuple):
+    """What the driver hands the sink about one source partition."""
+
+    next: int
+    """The committed next offset (-1: none yet)."""
+    hint: int
+    """The state offset where its progress was read (a writer that reads back starts there at the earliest)."""
+    last_timestamp: int = -1
+    """The timestamp of the last source record replicated (-1: unknown): a packed snapshot of the partition's
+    group carries it on."""
+
+
 @dataclass
 class Assignment:
     """The partitions a query reads, in which groups, and where each starts."""
@@ -58,7 +71,7 @@ class Assignment:
     transactional producer each."""
     generation: int = 0
     """The generation of ``groups``: part of every writer's transactional id."""
-    expected: dict[str, tuple[int, int]] = field(default_factory=dict)
+    expected: dict[str, Expected] = field(default_factory=dict)
     gaps: list[Gap] = field(default_factory=list)
     topic_ids: dict[str, str] = field(default_factory=dict)
     """Source topic -> the topic ID this assignment replicates (to record before the query starts)."""
@@ -130,7 +143,8 @@ def plan_assignment(
     :class:`DataLossError` naming every such partition and range, unless ``skip_gaps`` is set;
     then each gap is logged and counted, and the partition continues from the log's start.
     """
-    progress = state.progress(flow_name)
+    records = state.progress_records(flow_name)
+    progress = {tp: r.next for tp, r in records.items()}
     assignment = Assignment(pairs, state_floor=state.end_offset)
     marks = source.log_ranges({pair.source: pair.partitions for pair in pairs})
     assignment.topic_ids = source.topic_ids([pair.source for pair in pairs])
@@ -152,11 +166,12 @@ def plan_assignment(
             committed = progress.get((pair.source, p))
             if committed is None:
                 offsets[str(p)] = EARLIEST if start == "earliest" else LATEST
-                assignment.expected[key] = (-1, hint)
+                assignment.expected[key] = Expected(-1, hint)
                 continue
+            last_timestamp = records[(pair.source, p)].last_timestamp
             if (pair.source, p) in gapped:
-                committed = marks[pair.source][p][0]
+                committed, last_timestamp = marks[pair.source][p][0], -1
             offsets[str(p)] = committed
-            assignment.expected[key] = (committed, hint)
+            assignment.expected[key] = Expected(committed, hint, last_timestamp)
         assignment.starting[pair.source] = offsets
     return assignment

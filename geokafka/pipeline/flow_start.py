@@ -117,7 +117,7 @@ class FlowStarter:
         now_ms = int(time.time() * 1000)
         resets: list[StateRecord] = [
             Progress(self.name, gap.topic, gap.partition,
-                     assignment.expected[contract.partition_key(gap.topic, gap.partition)][0])
+                     assignment.expected[contract.partition_key(gap.topic, gap.partition)].next)
             for gap in assignment.gaps if gap.last is None
         ]
         ids: list[StateRecord] = [

@@ -420,9 +420,9 @@ class FlowRunner:
         self.gaps_skipped += sum(g.records for g in assignment.gaps)
         self._pairs = list(prepared.pairs)
         self._topic_ids = dict(assignment.topic_ids)
-        for key, (next_offset, _) in assignment.expected.items():
+        for key, expected in assignment.expected.items():
             partition = contract.parse_partition_key(key)
-            self.progress.setdefault(partition, PartitionProgress()).next_offset = next_offset
+            self.progress.setdefault(partition, PartitionProgress()).next_offset = expected.next
             self._changed.add(partition)
         if self._pairs:
             factory = self.query_factory or self._spark_query

@@ -4,7 +4,8 @@
 What each case pins: a read sees every control write made before it and a settled read every progress write too
 (progress shares its partition with the data transactions; incremental reads included), each record reads back
 as written, a tombstone removes a key for good, a store whose clients were dropped reads the same state again, a
-second store (another process) sees the first one's writes, a settled read with no open transaction is a read,
+second store (another process) sees the first one's writes, a partition's progress is its last mention in a
+progress record of its own or a group's packed one, a settled read with no open transaction is a read,
 and the data partition's end is kept apart from the control partition's. What only Kafka can show (an open
 transaction hiding the data partition and never the control one; a topic of the first layout upgraded; a
 re-created topic) is in ``private/test_failover.py`` and ``test_restart_unblocks_readers.py``, on clusters of
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from geokafka.control.state_records import GroupCheckpoint, Heartbeat, Progress, Role
+from geokafka.control.state_records import GroupCheckpoint, Heartbeat, PackedProgress, Progress, Role
 from geokafka.control.state_store import (
     CONTROL_BASE,
     InMemoryStateStore,
@@ -126,3 +127,28 @@ def test_progress_is_read_from_the_data_partition_and_every_other_record_from_th
     assert state.offsets[heartbeat.key] >= CONTROL_BASE > state.offsets[progress.key]
     assert state.end_offset > state.offsets[progress.key]  # a start's progress floor is the data partition's end
     assert state.control_end_offset > state.offsets[heartbeat.key] - CONTROL_BASE
+
+
+def test_a_partitions_progress_is_its_last_mention_in_either_kind_of_record(stores: Stores, flow: str) -> None:
+    """The sink writes packed records of a group's partitions; earlier versions and the driver outside a query
+    write one partition's. Whichever mentions a partition last holds its position (and its state offset)."""
+    store = stores()
+
+    def packed(slot: str, *entries: tuple[int, int, int]) -> PackedProgress:
+        return PackedProgress(flow, 2, 0, slot, tuple(Progress(flow, "orders", p, n, t) for p, n, t in entries))
+
+    store.write(Progress(flow, "orders", 0, 10, 100), Progress(flow, "orders", 1, 5, 50))
+    store.write(packed("all", (0, 12, 120), (1, 5, 50), (2, 7, 70)))
+    store.write(packed("1", (2, 9, 90)))
+    store.write(Progress(flow, "orders", 2, 4, -1))  # a skipped gap reset by the driver
+    store.write(packed("2", (0, 15, 150)))
+    snapshot = store.read_settled(60)
+    assert snapshot.progress(flow) == {("orders", 0): 15, ("orders", 1): 5, ("orders", 2): 4}
+    assert snapshot.progress_records(flow)[("orders", 0)].last_timestamp == 150
+    offsets = {p: snapshot.progress_offset(flow, "orders", p) for p in range(3)}
+    assert offsets[1] is not None and offsets[2] is not None and offsets[0] is not None
+    assert offsets[1] < offsets[2] < offsets[0]  # the snapshot, then the driver's record, then the last delta
+    assert snapshot.progress_offset(flow, "orders", 3) is None
+    store.write(packed("all", (0, 16, 160), (1, 6, 60), (2, 5, 51)))
+    assert store.read_settled(60).progress(flow) == {("orders", 0): 16, ("orders", 1): 6, ("orders", 2): 5}
+    assert snapshot.progress(flow)[("orders", 0)] == 15  # an earlier snapshot stays as it was read

@@ -12,14 +12,15 @@ from typing import Any
 
 import pytest
 
+from geokafka import contract
 from geokafka.contract import CONTRACT_FILE, option_shape, parse_partition_key, partition_key
 from geokafka.control.connection import connection
 from geokafka.control.permissions import transactional_id_prefix
 from geokafka.control.provenance import ORIGIN_HEADER, SOURCE_HEADER, SourcePosition
-from geokafka.control.state_records import STATE_TOPIC, Progress
+from geokafka.control.state_records import DATA_PARTITION, STATE_TOPIC, PackedProgress, Progress, partition_of
 from geokafka.control.state_store import InMemoryStateStore, StateSnapshot
 from geokafka.control.topic_sync import TopicPair
-from geokafka.pipeline.assignment import Assignment, plan_assignment
+from geokafka.pipeline.assignment import Assignment, Expected, plan_assignment
 from geokafka.pipeline.failures import KINDS, failure_error
 from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.groups import plan_generation, split_into_groups
@@ -50,6 +51,23 @@ def test_the_progress_record_is_the_contracts() -> None:
     fields = SPEC["progress"]["fields"]
     assert record.encode() == {fields["next"]: 42, fields["last_timestamp"]: 1700}
     assert Progress.decode("nyc-to-atl", "orders.eu/7", {fields["next"]: 42}).next == 42
+
+
+def test_the_packed_progress_record_is_the_contracts() -> None:
+    spec = SPEC["packed_progress"]
+    record = PackedProgress("nyc-to-atl", 3, 1, spec["snapshot_slot"],
+                            (Progress("nyc-to-atl", "orders.eu", 7, 42, 1700), Progress("nyc-to-atl", "pay", 0, 5, -1),
+                             Progress("nyc-to-atl", "orders.eu", 9, 8, 3)))
+    assert record.key == spec["key"].format(flow="nyc-to-atl", generation=3, group=1, slot=spec["snapshot_slot"])
+    assert record.key.startswith(contract.packed_progress_prefix("nyc-to-atl"))
+    assert not record.key.startswith(contract.packed_progress_prefix("nyc"))
+    assert partition_of(record.key) == DATA_PARTITION
+    value = record.encode()
+    assert value == {spec["fields"]["topics"]: {"orders.eu": [7, 42, 1700, 9, 8, 3], "pay": [0, 5, -1]}}
+    assert PackedProgress.decode_entries("nyc-to-atl", value) == (
+        Progress("nyc-to-atl", "orders.eu", 7, 42, 1700), Progress("nyc-to-atl", "orders.eu", 9, 8, 3),
+        Progress("nyc-to-atl", "pay", 0, 5, -1))
+    assert contract.PACKED_DELTA_SLOTS == spec["delta_slots"] > 1
 
 
 def test_the_provenance_headers_are_the_contracts() -> None:
@@ -124,7 +142,7 @@ _JSON_SHAPES: dict[str, Callable[[Any], bool]] = {
     "json_starting": lambda v: isinstance(v, dict) and all(
         isinstance(ps, dict) and all(p.isdigit() and _is_long(o) for p, o in ps.items()) for ps in v.values()),
     "json_expected": lambda v: isinstance(v, dict) and all(
-        parse_partition_key(k) and isinstance(x, list) and len(x) == 2 and all(_is_long(n) for n in x)
+        parse_partition_key(k) and isinstance(x, list) and len(x) == 3 and all(_is_long(n) for n in x)
         for k, x in v.items()),
 }
 
@@ -148,7 +166,7 @@ def test_every_option_has_a_declared_shape_and_the_driver_writes_it_so() -> None
     flow, pipeline = TOPOLOGY.flows["f"], TOPOLOGY.pipeline
     assignment = Assignment([TopicPair("orders", "east.orders", 2)], groups=[{"orders": [0]}, {"orders": [1]}])
     assignment.starting = {"orders": {"0": 5, "1": -2}}
-    assignment.expected = {_key("orders", 0): (5, 0), _key("orders", 1): (-1, 0)}
+    assignment.expected = {_key("orders", 0): Expected(5, 0, 1700), _key("orders", 1): Expected(-1, 0)}
     source = source_options(connection(TOPOLOGY, "east"), assignment, flow, pipeline)
     sink = sink_options("q", "f", flow, pipeline, connection(TOPOLOGY, "west"), assignment, {"orders": "east.orders"},
                         {"east.orders": 1_000_000}, ("127.0.0.1:5", "token"))

@@ -15,7 +15,7 @@ from geokafka.control.flow_states import FlowState
 from geokafka.control.state_records import Progress, Role
 from geokafka.control.state_store import InMemoryStateStore
 from geokafka.control.topic_sync import TopicPair
-from geokafka.pipeline.assignment import Assignment
+from geokafka.pipeline.assignment import Assignment, Expected
 from geokafka.pipeline.backoff import Backoff
 from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.flow_machine import FlowMachine, loss_outcome
@@ -124,7 +124,7 @@ class Harness:
         outcome = self.starts.pop(0) if self.starts else None
         if outcome is not None:
             raise outcome
-        assignment = Assignment(list(PAIRS), expected={"orders/0": (self.expected, 0)}, topic_ids={"orders": "id-1"},
+        assignment = Assignment(list(PAIRS), expected={"orders/0": Expected(self.expected, 0)}, topic_ids={"orders": "id-1"},
                                 groups=[{"orders": [0]}])
         return Prepared(assignment, {})
 

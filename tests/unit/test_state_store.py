@@ -98,7 +98,7 @@ def test_set_role_records_the_role_and_shows_it_as_the_flow_state() -> None:
 
 
 def test_progress_keys_match_the_jvm_sink() -> None:
-    # jvm/src/main/java/io/geokafka/spark/Progress.java writes "progress/" + flow + "/" + topic + "/" + partition
+    # what earlier sinks wrote and the driver writes outside a query (jvm/.../Progress.java#key builds the same)
     assert Progress("f", "orders.eu", 11, 0).key == "progress/f/orders.eu/11"
     assert STATE_TOPIC == "__geokafka_state"
 

@@ -54,6 +54,23 @@ final class Contract {
                 .replace("{flow}", flow).replace("{topic}", topic).replace("{partition}", Integer.toString(partition));
     }
 
+    /** The packed progress record's slot that holds every partition of a group. */
+    static final String SNAPSHOT_SLOT = text("packed_progress", "snapshot_slot");
+    /** Commits of a writer between two of its snapshots: its delta records take these slots in turn. */
+    static final int DELTA_SLOTS = SPEC.path("packed_progress").path("delta_slots").asInt();
+
+    /** Key of one slot of a partition group's packed progress record. */
+    static String packedProgressKey(String flow, long generation, int group, String slot) {
+        return text("packed_progress", "key").replace("{flow}", flow).replace("{generation}", Long.toString(generation))
+                .replace("{group}", Integer.toString(group)).replace("{slot}", slot);
+    }
+
+    /** What every packed progress key of ``flow`` starts with (whatever its generation and group). */
+    static String packedProgressPrefix(String flow) {
+        String format = text("packed_progress", "key").replace("{flow}", flow);
+        return format.substring(0, format.indexOf('{'));
+    }
+
     /** A source partition's key in the sink's options and commit hand-over (the contract's partition_key). */
     static String partitionKey(String topic, int partition) {
         return text("partition_key").replace("{topic}", topic).replace("{partition}", Integer.toString(partition));

@@ -1,6 +1,8 @@
 package io.geokafka.spark;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -21,7 +23,10 @@ import org.slf4j.LoggerFactory;
 /**
  * One partition group's writes within a task, as KIP-618 has a task's: one transactional producer (the
  * group's fixed id of this generation) and one Kafka transaction per commit holding the group's records and
- * one progress record per source partition that moved, committed together or not at all.
+ * one packed progress record, committed together or not at all. The progress record holds the partitions that
+ * moved, under the producer's next delta slot; a producer's first commit and every
+ * {@link Contract#DELTA_SLOTS}-th after it hold every partition of the group, under the snapshot slot, so the
+ * state topic's compaction (the latest value of each key) never loses a partition's latest position.
  */
 final class GroupTransaction {
     private static final Logger LOG = LoggerFactory.getLogger(GroupTransaction.class);
@@ -30,6 +35,8 @@ final class GroupTransaction {
     private final String txnId;
     private final ProducerPool producers;
     private final Producer<byte[], byte[]> producer;
+    /** Commits this producer made (in every task that used it): picks the slot of the next progress record. */
+    private long commits;
     private boolean open;
     private final Map<String, PartitionWrites> partitions = new LinkedHashMap<>();
     /** A newly opened writer's view of what earlier writers of its id committed (partition key -> next). */
@@ -54,6 +61,7 @@ final class GroupTransaction {
         ProducerPool.Session session = retry ? null : producers.take(txnId, options);
         if (session != null) {
             producer = session.producer();
+            commits = session.commits();
             this.readBack = Map.of();
         } else {
             producer = producers.open(options, txnId);
@@ -145,8 +153,8 @@ final class GroupTransaction {
         return false;
     }
 
-    /** One transaction: the progress record of every partition that moved, a flush, the commit. Returns
-     * the partitions committed. */
+    /** One transaction: the packed progress record (the partitions that moved, or the whole group), a flush, the
+     * commit. Returns the partitions committed. */
     List<PartitionWrites> commit() {
         List<PartitionWrites> moved = new ArrayList<>();
         for (PartitionWrites p : partitions.values()) {
@@ -157,22 +165,20 @@ final class GroupTransaction {
         if (moved.isEmpty()) {
             return moved;
         }
-        Map<PartitionWrites, Long> stateOffsets = new HashMap<>();
-        for (PartitionWrites p : moved) {
-            begin(p);
-            producer.send(new ProducerRecord<>(Contract.STATE_TOPIC, 0, p.progressKey, Progress.value(p.next, p.lastTimestamp)),
-                    (meta, error) -> {
-                        if (error != null) {
-                            synchronized (failures) {
-                                failures.add(new Failure(p, -1, 0, error));
-                            }
-                        } else {
-                            synchronized (stateOffsets) {
-                                stateOffsets.put(p, meta.offset());
-                            }
-                        }
-                    });
-        }
+        long[] stateOffset = {-1};
+        begin(moved.get(0));
+        PartitionWrites first = moved.get(0);
+        producer.send(progressRecord(moved), (meta, error) -> {
+            if (error != null) {
+                synchronized (failures) {
+                    failures.add(new Failure(first, -1, 0, error));
+                }
+            } else {
+                synchronized (stateOffset) {
+                    stateOffset[0] = meta.offset();
+                }
+            }
+        });
         try {
             producer.flush();
         } catch (RuntimeException e) {
@@ -190,11 +196,58 @@ final class GroupTransaction {
                     + " partitions) to " + options.targetCluster);
         }
         open = false;
+        commits++;
+        long committedAt;
+        synchronized (stateOffset) {
+            committedAt = stateOffset[0];
+        }
         for (PartitionWrites p : moved) {
             p.committedNext = p.next;
-            p.stateOffset = stateOffsets.getOrDefault(p, -1L);
+            p.stateOffset = committedAt;
         }
         return moved;
+    }
+
+    /** This commit's packed progress record: under the next delta slot the partitions that ``moved``, or, at a
+     * producer's first commit and every {@link Contract#DELTA_SLOTS}-th, every partition of the group that has a
+     * position under the snapshot slot. */
+    private ProducerRecord<byte[], byte[]> progressRecord(List<PartitionWrites> moved) {
+        long slot = commits % Contract.DELTA_SLOTS;
+        List<Progress.Entry> entries = new ArrayList<>();
+        if (slot == 0) {
+            for (String key : groupPartitions()) {
+                PartitionWrites p = partitions.get(key);
+                if (p != null) {
+                    entries.add(p.entry());
+                    continue;
+                }
+                TopicPartition tp = Contract.parsePartitionKey(key);
+                long[] expected = options.expectedOf(tp.topic(), tp.partition());
+                long next = Math.max(expected[0], readBack.getOrDefault(key, -1L));
+                if (next >= 0) {
+                    entries.add(new Progress.Entry(tp.topic(), tp.partition(), next, SinkOptions.lastTimestampOf(expected)));
+                }
+            }
+        } else {
+            moved.forEach(p -> entries.add(p.entry()));
+        }
+        String key = Contract.packedProgressKey(options.flow, options.generation, group,
+                slot == 0 ? Contract.SNAPSHOT_SLOT : Long.toString(slot));
+        return new ProducerRecord<>(Contract.STATE_TOPIC, 0, key.getBytes(StandardCharsets.UTF_8), Progress.packed(entries));
+    }
+
+    /** Every source partition of this group, in topic and partition order. */
+    private List<String> groupPartitions() {
+        List<TopicPartition> mine = new ArrayList<>();
+        options.groupOf.forEach((key, owner) -> {
+            if (owner == group) {
+                mine.add(Contract.parsePartitionKey(key));
+            }
+        });
+        mine.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
+        List<String> keys = new ArrayList<>(mine.size());
+        mine.forEach(tp -> keys.add(Contract.partitionKey(tp.topic(), tp.partition())));
+        return keys;
     }
 
     /** Abort the open transaction now (it would hold the target's last stable offset until it times out)
@@ -215,7 +268,7 @@ final class GroupTransaction {
     void release() {
         Map<String, Long> committed = new HashMap<>();
         partitions.forEach((key, p) -> committed.put(key, p.committedNext));
-        producers.give(txnId, options.queryKey, producer, committed);
+        producers.give(txnId, options.queryKey, producer, committed, commits);
     }
 
     /** Every partition of this task's share of the group, as the driver learns them. */
@@ -251,7 +304,7 @@ final class GroupTransaction {
         }
         Failure first = failures.get(0);
         return KafkaErrors.of(first.error(), first.offset() >= 0 ? "writing " + where(first.partition(), first.offset())
-                : "writing progress of " + first.partition().key() + " to " + Contract.STATE_TOPIC);
+                : "writing the progress of group " + group + " of flow " + options.flow + " to " + Contract.STATE_TOPIC);
     }
 
     private GeokafkaException tooLarge(PartitionWrites p, long offset, int size, Throwable cause) {

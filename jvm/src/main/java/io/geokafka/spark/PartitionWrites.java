@@ -13,14 +13,14 @@ final class PartitionWrites {
     /** The target topic's max.message.bytes when records go out uncompressed; 0: not checked here. */
     final long maxBytes;
     final Provenance provenance;
-    final byte[] progressKey;
     /** The next source offset committed on the target (what a restart resumes from). */
     long committedNext;
     /** The next source offset after the rows handled so far (committed or not). */
     long next;
     /** Offset of the last committed progress record in the state topic (-1: none this run). */
     long stateOffset = -1;
-    long lastTimestamp = -1;
+    /** The timestamp of the last source record written, as far as known (-1: unknown). */
+    long lastTimestamp;
     /** Since the last report: written, duplicates skipped, cycle skipped, filtered, bytes. */
     long written;
     long duplicates;
@@ -39,9 +39,14 @@ final class PartitionWrites {
         Long limit = options.maxMessageBytes.get(targetTopic);
         this.maxBytes = limit != null && options.uncompressed() ? limit : 0;
         this.provenance = new Provenance(options.sourceCluster, options.targetCluster, topic, partition);
-        this.progressKey = Progress.key(options.flow, topic, partition);
+        this.lastTimestamp = SinkOptions.lastTimestampOf(options.expectedOf(topic, partition));
         this.committedNext = committedNext;
         this.next = committedNext;
+    }
+
+    /** Its position in a packed progress record (as of the rows handled so far). */
+    Progress.Entry entry() {
+        return new Progress.Entry(topic, partition, next, lastTimestamp);
     }
 
     /** Its partition key ({@link Contract#partitionKey}). */

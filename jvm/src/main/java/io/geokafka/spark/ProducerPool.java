@@ -52,8 +52,9 @@ final class ProducerPool {
         DEFAULTS.put("enable.metrics.push", "false");
     }
 
-    /** A pooled producer: the query whose task released it and the positions it committed. */
-    record Session(Producer<byte[], byte[]> producer, String queryKey, Map<String, Long> committed) {}
+    /** A pooled producer: the query whose task released it, the positions it committed, and how many commits it
+     * made (which slot of the packed progress record its next commit writes). */
+    record Session(Producer<byte[], byte[]> producer, String queryKey, Map<String, Long> committed, long commits) {}
 
     /** How a new transactional producer is opened (transactions initialised, older writers fenced). */
     interface Opener {
@@ -100,9 +101,10 @@ final class ProducerPool {
         return true;
     }
 
-    /** Keep a producer that just committed ``committed`` (partition -> next). */
-    void give(String txnId, String queryKey, Producer<byte[], byte[]> producer, Map<String, Long> committed) {
-        sessions.give(txnId, new Session(producer, queryKey, Map.copyOf(committed)));
+    /** Keep a producer that just committed ``committed`` (partition -> next), after ``commits`` commits. */
+    void give(String txnId, String queryKey, Producer<byte[], byte[]> producer, Map<String, Long> committed,
+              long commits) {
+        sessions.give(txnId, new Session(producer, queryKey, Map.copyOf(committed), commits));
     }
 
     /** A new producer for ``txnId``: older writers of the id are fenced. */
@@ -132,7 +134,7 @@ final class ProducerPool {
                 });
                 opening.add(CompletableFuture.runAsync(() -> {
                     try {
-                        give(txnId, options.queryKey, open(options, txnId), committed);
+                        give(txnId, options.queryKey, open(options, txnId), committed, 0);
                     } catch (RuntimeException e) {
                         LOG.debug("geokafka sink: warming {} failed, the task opens it: {}", txnId, e.toString());
                     }

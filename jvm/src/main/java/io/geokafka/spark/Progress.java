@@ -7,8 +7,13 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
+import java.util.function.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -16,14 +21,20 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * The progress record of one source partition in the target's state topic (key and fields from the
- * contract): committed in the same transaction as the records it covers, so committed data and resume
- * position always agree.
+ * Progress in the target's state topic (keys and fields from the contract), committed in the same transaction
+ * as the records it covers, so committed data and resume position always agree. The sink writes packed
+ * records (a group's partitions in one record, {@link #packed}); a progress record of one partition
+ * ({@link #key}, {@link #value}) is what earlier versions wrote and what the driver still writes outside a
+ * query. A partition's position is its last mention in the topic's order, in either form.
  */
 final class Progress {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String NEXT = Contract.field("progress", "next");
     private static final String LAST_TIMESTAMP = Contract.field("progress", "last_timestamp");
+    private static final String TOPICS = Contract.field("packed_progress", "topics");
+
+    /** One partition's position in a packed record. */
+    record Entry(String topic, int partition, long next, long lastTimestamp) {}
 
     private Progress() {}
 
@@ -34,6 +45,57 @@ final class Progress {
     static byte[] value(long next, long lastTimestamp) {
         return ("{\"" + NEXT + "\": " + next + ", \"" + LAST_TIMESTAMP + "\": " + lastTimestamp + "}")
                 .getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** A packed progress value: ``entries`` as {"topics": {topic: [partition, next, last_timestamp, ...]}}, in
+     * their order, a topic's entries together where they come together. */
+    static byte[] packed(List<Entry> entries) {
+        Map<String, StringBuilder> byTopic = new LinkedHashMap<>();
+        for (Entry e : entries) {
+            StringBuilder out = byTopic.get(e.topic());
+            if (out == null) {
+                out = new StringBuilder();
+                byTopic.put(e.topic(), out);
+            } else {
+                out.append(',');
+            }
+            out.append(e.partition()).append(',').append(e.next()).append(',').append(e.lastTimestamp());
+        }
+        StringBuilder value = new StringBuilder(16 + 24 * entries.size()).append("{\"").append(TOPICS).append("\":{");
+        String separator = "";
+        for (Map.Entry<String, StringBuilder> t : byTopic.entrySet()) {
+            value.append(separator).append(quoted(t.getKey())).append(":[").append(t.getValue()).append(']');
+            separator = ",";
+        }
+        return value.append("}}").toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Each entry of a packed progress value, in order. */
+    static void forEachPacked(byte[] value, Consumer<Entry> each) {
+        try {
+            JsonNode topics = JSON.readTree(value).get(TOPICS);
+            for (Iterator<Map.Entry<String, JsonNode>> it = topics.fields(); it.hasNext(); ) {
+                Map.Entry<String, JsonNode> t = it.next();
+                JsonNode numbers = t.getValue();
+                if (!numbers.isArray() || numbers.size() % 3 != 0) {
+                    throw new IllegalStateException("not a packed progress value: " + new String(value, StandardCharsets.UTF_8));
+                }
+                for (int i = 0; i < numbers.size(); i += 3) {
+                    each.accept(new Entry(t.getKey(), numbers.get(i).asInt(), numbers.get(i + 1).asLong(),
+                            numbers.get(i + 2).asLong()));
+                }
+            }
+        } catch (IOException | NullPointerException e) {
+            throw new IllegalStateException("not a packed progress value: " + new String(value, StandardCharsets.UTF_8), e);
+        }
+    }
+
+    private static String quoted(String text) {
+        try {
+            return JSON.writeValueAsString(text);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /** The ``next`` of a progress value. */
@@ -47,9 +109,10 @@ final class Progress {
     }
 
     /**
-     * The latest committed ``next`` of each of ``keys`` ("topic/partition" -> progress key) at or after state
-     * offset ``fromOffset`` (absent: none): what a retried task reads back, since an earlier attempt may
-     * have committed before it died.
+     * The latest committed ``next`` of each of ``partitions`` ("topic/partition") of ``flow`` at or after state
+     * offset ``fromOffset`` (absent: none), from its progress records and the flow's packed ones, the last
+     * mention winning: what a retried task reads back, since an earlier attempt may have committed before it
+     * died.
      *
      * <p>Read up to the partition's high watermark as it is now, not only to its last stable offset: another
      * group's transaction still open (a writer that stalled, or one slow to commit) holds the stable offset
@@ -58,9 +121,14 @@ final class Progress {
      * was fenced before this read, so everything it committed is below the high watermark; the read waits,
      * within its deadline, until the transactions before it ended.
      */
-    static Map<String, Long> committedNext(Map<String, String> targetConfig, Map<String, byte[]> keys, long fromOffset) {
+    static Map<String, Long> committedNext(Map<String, String> targetConfig, String flow, Set<String> partitions,
+                                           long fromOffset) {
         Map<String, String> byKey = new HashMap<>();
-        keys.forEach((partition, key) -> byKey.put(new String(key, StandardCharsets.UTF_8), partition));
+        for (String partition : partitions) {
+            TopicPartition tp = Contract.parsePartitionKey(partition);
+            byKey.put(Contract.progressKey(flow, tp.topic(), tp.partition()), partition);
+        }
+        String packedPrefix = Contract.packedProgressPrefix(flow);
         Properties props = new Properties();
         props.putAll(targetConfig);
         props.put("isolation.level", "read_committed");
@@ -81,9 +149,20 @@ final class Progress {
                 }
                 ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(500));
                 for (ConsumerRecord<byte[], byte[]> r : records) {
-                    String partition = r.key() == null ? null : byKey.get(new String(r.key(), StandardCharsets.UTF_8));
-                    if (partition != null && r.value() != null) {
+                    if (r.key() == null || r.value() == null) {
+                        continue;
+                    }
+                    String key = new String(r.key(), StandardCharsets.UTF_8);
+                    String partition = byKey.get(key);
+                    if (partition != null) {
                         latest.put(partition, parseNext(r.value()));
+                    } else if (key.startsWith(packedPrefix)) {
+                        forEachPacked(r.value(), e -> {
+                            String mentioned = Contract.partitionKey(e.topic(), e.partition());
+                            if (partitions.contains(mentioned)) {
+                                latest.put(mentioned, e.next());
+                            }
+                        });
                     }
                 }
             }

@@ -1,7 +1,8 @@
 package io.geokafka.spark;
 
-import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * What earlier writers of a partition group committed, as a newly opened writer of its transactional id reads
@@ -17,16 +18,16 @@ interface ReadBack {
      * (never before the state's end at the query's start: everything committed before it is in the driver's
      * expectations, and a partition idle for long has an old hint that would read everything written since). */
     ReadBack STATE_TOPIC = (options, group) -> {
-        Map<String, byte[]> keys = new HashMap<>();
+        Set<String> partitions = new HashSet<>();
         long from = Long.MAX_VALUE;
         for (Map.Entry<String, Integer> e : options.groupOf.entrySet()) {
             if (e.getValue() == group) {
                 org.apache.kafka.common.TopicPartition tp = Contract.parsePartitionKey(e.getKey());
-                keys.put(e.getKey(), Progress.key(options.flow, tp.topic(), tp.partition()));
+                partitions.add(e.getKey());
                 from = Math.min(from, options.expectedOf(tp.topic(), tp.partition())[1]);
             }
         }
-        return Progress.committedNext(options.targetConfig, keys, Math.max(from == Long.MAX_VALUE ? 0 : from,
-                options.stateFloor));
+        return Progress.committedNext(options.targetConfig, options.flow, partitions,
+                Math.max(from == Long.MAX_VALUE ? 0 : from, options.stateFloor));
     };
 }

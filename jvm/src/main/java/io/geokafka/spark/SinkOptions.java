@@ -68,7 +68,8 @@ public final class SinkOptions implements Serializable {
         generation = in.getLong(name("generation"), 0);
         expected = new HashMap<>();
         in.json(name("expected"), "{}", new TypeReference<Map<String, List<Long>>>() {})
-                .forEach((key, nextAndHint) -> expected.put(key, new long[] {nextAndHint.get(0), nextAndHint.get(1)}));
+                .forEach((key, known) -> expected.put(key, new long[] {known.get(0), known.get(1),
+                        known.size() > 2 ? known.get(2) : -1}));
         stateFloor = in.getLong(name("state_floor"), 0);
         commitIntervalMs = in.getLong(name("commit_interval_ms"), 100);
         caughtUpCommitMs = in.getLong(name("caught_up_commit_ms"), 20);
@@ -143,6 +144,13 @@ public final class SinkOptions implements Serializable {
         return (int) Math.max(1, smallest);
     }
 
+    private static final long[] UNKNOWN = {-1, 0, -1};
+
+    /** The last timestamp of what {@link #expectedOf} says (-1: unknown). */
+    static long lastTimestampOf(long[] known) {
+        return known.length > 2 ? known[2] : -1;
+    }
+
     /** The partition group of a source partition (a row of a partition no group holds is a planning error). */
     int groupOf(String topic, int partition) {
         Integer group = groupOf.get(Contract.partitionKey(topic, partition));
@@ -158,8 +166,8 @@ public final class SinkOptions implements Serializable {
         return Contract.groupTransactionalId(flow, generation, group);
     }
 
-    /** The expected [next, state hint] of a partition, [-1, 0] when the driver knows none. */
+    /** What the driver expects of a partition: [next, state hint, last timestamp], [-1, 0, -1] when it knows none. */
     long[] expectedOf(String topic, int partition) {
-        return expected.getOrDefault(Contract.partitionKey(topic, partition), new long[] {-1, 0});
+        return expected.getOrDefault(Contract.partitionKey(topic, partition), UNKNOWN);
     }
 }

@@ -65,6 +65,7 @@ final class SinkWrite implements Write, StreamingWrite {
         String partition = Contract.text("commit_summary", "partition");
         String nextOffset = Contract.text("commit_summary", "next_offset");
         String stateOffset = Contract.text("commit_summary", "state_offset");
+        String lastTimestamp = Contract.text("commit_summary", "last_timestamp");
         List<Map<String, Object>> news = new ArrayList<>();
         for (WriterCommitMessage message : messages) {
             if (message instanceof CommitMessage m) {
@@ -72,8 +73,10 @@ final class SinkWrite implements Write, StreamingWrite {
                     String key = Contract.partitionKey((String) s.get(topic), ((Number) s.get(partition)).intValue());
                     long next = ((Number) s.get(nextOffset)).longValue();
                     long state = ((Number) s.get(stateOffset)).longValue();
-                    long[] before = expected.getOrDefault(key, new long[] {-1, 0});
-                    expected.put(key, new long[] {next, state >= 0 ? state : before[1]});
+                    long timestamp = ((Number) s.get(lastTimestamp)).longValue();
+                    long[] before = expected.getOrDefault(key, new long[] {-1, 0, -1});
+                    expected.put(key, new long[] {next, state >= 0 ? state : before[1],
+                            timestamp >= 0 ? timestamp : SinkOptions.lastTimestampOf(before)});
                 }
                 news.addAll(m.unreported());
             }

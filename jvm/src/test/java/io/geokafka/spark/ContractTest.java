@@ -57,6 +57,24 @@ class ContractTest {
     }
 
     @Test
+    void thePackedProgressRecordIsTheContractsKeyAndFields() throws Exception {
+        assertEquals(at("packed_progress", "key").replace("{flow}", "nyc-to-atl").replace("{generation}", "3")
+                .replace("{group}", "1").replace("{slot}", at("packed_progress", "snapshot_slot")),
+                Contract.packedProgressKey("nyc-to-atl", 3, 1, Contract.SNAPSHOT_SLOT));
+        assertEquals(SPEC.get("packed_progress").get("delta_slots").asInt(), Contract.DELTA_SLOTS);
+        assertEquals(true, Contract.packedProgressKey("nyc-to-atl", 3, 1, "7").startsWith(Contract.packedProgressPrefix("nyc-to-atl")));
+        byte[] value = Progress.packed(List.of(new Progress.Entry("orders.eu", 7, 42, 1700000000000L),
+                new Progress.Entry("pay", 0, 5, -1), new Progress.Entry("orders.eu", 9, 8, 3)));
+        JsonNode topics = new ObjectMapper().readTree(value).get(at("packed_progress", "fields", "topics"));
+        assertEquals("[7,42,1700000000000,9,8,3]", topics.get("orders.eu").toString());
+        assertEquals("[0,5,-1]", topics.get("pay").toString());
+        List<Progress.Entry> back = new java.util.ArrayList<>();
+        Progress.forEachPacked(value, back::add);
+        assertEquals(List.of(new Progress.Entry("orders.eu", 7, 42, 1700000000000L), new Progress.Entry("orders.eu", 9, 8, 3),
+                new Progress.Entry("pay", 0, 5, -1)), back);
+    }
+
+    @Test
     void provenanceHeadersAreTheContractsNames() {
         RecordHeaders headers = new Provenance("nyc", "atl", "orders", 3).headers(null, 99);
         assertNotNull(headers);
@@ -170,7 +188,7 @@ class ContractTest {
             "json_partitions", List.of("{\"orders\": [0, 1]}", "{\"orders\": 0}"),
             "json_groups", List.of("[{\"orders\": [0]}, {\"orders\": [1]}]", "{}"),
             "json_starting", List.of("{\"orders\": {\"0\": 5}}", "[]"),
-            "json_expected", List.of("{\"" + partitionKey("orders", 0) + "\": [10, 4]}",
+            "json_expected", List.of("{\"" + partitionKey("orders", 0) + "\": [10, 4, 1700000000000]}",
                     "{\"" + partitionKey("orders", 0) + "\": 10}"));
 
     static Map<String, String> minimalSource() {

@@ -4,11 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -104,5 +110,94 @@ class GroupTransactionTest {
         assertEquals(1, orders2.duplicates, "what the failed attempt committed is not written again");
         assertEquals(16, next.partition("orders", 0).committedNext);
         next.abort();
+    }
+
+    /** A group's commits over several tasks (its pooled producer, a task that fails after committing, a retry that
+     * opens the id anew), each moving a few random partitions: each progress record holds only what moved but
+     * at a snapshot, and once the state topic is compacted (the latest value of each key) the last mention of
+     * every partition is still its committed position. */
+    @Test
+    void compactedPackedProgressStillHoldsEveryPartitionsLastCommittedPosition() {
+        StringBuilder all = new StringBuilder();
+        for (int p = 0; p < 40; p++) {
+            all.append(p == 0 ? "" : ",").append(p);
+        }
+        SinkOptions base = SinkOptionsTest.options(Map.of("groups", "[{\"orders\": [" + all + "]}]", "expected", "{}"));
+        Random random = new Random(7);
+        Map<String, long[]> truth = new TreeMap<>();  // partition -> [next, last timestamp] committed
+        Map<String, long[]> driver = new HashMap<>();  // what the driver learned
+        Map<Integer, Integer> movedByCommit = new HashMap<>();
+        int commitNo = 0;
+        long ts = 1_700_000_000_000L;
+        for (int task = 0; task < 6; task++) {
+            boolean fails = task == 2;  // commits, then dies before the driver hears of it
+            Map<String, Long> committed = new HashMap<>();
+            truth.forEach((k, v) -> committed.put(k, v[0]));
+            GroupTransaction txn = new GroupTransaction(base.withExpected(driver), 0, task == 3, producers,
+                    (o, g) -> committed);
+            int commits = 20 + random.nextInt(60);
+            for (int c = 0; c < commits; c++) {
+                TreeSet<Integer> moving = new TreeSet<>();
+                for (int m = 1 + random.nextInt(3); m > 0; m--) {
+                    moving.add(random.nextInt(40));
+                }
+                for (int p : moving) {
+                    PartitionWrites writes = txn.partition("orders", p);
+                    txn.write(writes, Math.max(0, writes.next), null, "v".getBytes(), ++ts, null, true);
+                }
+                assertEquals(moving.size(), txn.commit().size());
+                for (int p : moving) {
+                    PartitionWrites writes = txn.partition("orders", p);
+                    truth.put(writes.key(), new long[] {writes.committedNext, writes.lastTimestamp});
+                }
+                movedByCommit.put(commitNo++, moving.size());
+            }
+            if (fails) {
+                txn.abort();
+                continue;
+            }
+            for (Map<String, Object> r : txn.reports()) {
+                driver.put(Contract.partitionKey((String) r.get("topic"), ((Number) r.get("partition")).intValue()),
+                        new long[] {((Number) r.get("next_offset")).longValue(), ((Number) r.get("state_offset")).longValue(),
+                                ((Number) r.get("last_timestamp")).longValue()});
+            }
+            txn.release();
+        }
+        assertEquals(2, opened.size(), "the failed task's producer was closed and the retry opened a new one");
+
+        List<ProducerRecord<byte[], byte[]>> log = new ArrayList<>();
+        opened.forEach(producer -> producer.history().stream()
+                .filter(r -> r.topic().equals(Contract.STATE_TOPIC)).forEach(log::add));
+        assertEquals(commitNo, log.size(), "one progress record a commit");
+        int snapshots = 0;
+        for (int i = 0; i < log.size(); i++) {
+            String key = new String(log.get(i).key(), StandardCharsets.UTF_8);
+            List<Progress.Entry> entries = new ArrayList<>();
+            Progress.forEachPacked(log.get(i).value(), entries::add);
+            if (key.endsWith("/" + Contract.SNAPSHOT_SLOT)) {
+                snapshots++;
+            } else {
+                assertEquals(movedByCommit.get(i), entries.size(), "a delta holds what moved: " + key);
+            }
+        }
+        assertEquals(true, snapshots >= 2 && snapshots <= 2 + commitNo / Contract.DELTA_SLOTS, snapshots + " snapshots");
+
+        Map<String, Integer> latestOfKey = new HashMap<>();
+        for (int i = 0; i < log.size(); i++) {
+            latestOfKey.put(new String(log.get(i).key(), StandardCharsets.UTF_8), i);
+        }
+        Map<String, long[]> lastMention = new TreeMap<>();
+        for (int i = 0; i < log.size(); i++) {
+            if (latestOfKey.containsValue(i)) {  // compaction keeps it
+                Progress.forEachPacked(log.get(i).value(), e -> lastMention.put(Contract.partitionKey(e.topic(), e.partition()),
+                        new long[] {e.next(), e.lastTimestamp()}));
+            }
+        }
+        assertEquals(true, latestOfKey.size() <= 1 + Contract.DELTA_SLOTS);
+        Map<String, List<Long>> want = new LinkedHashMap<>();
+        truth.forEach((k, v) -> want.put(k, List.of(v[0], v[1])));
+        Map<String, List<Long>> got = new LinkedHashMap<>();
+        lastMention.forEach((k, v) -> got.put(k, List.of(v[0], v[1])));
+        assertEquals(want, got);
     }
 }

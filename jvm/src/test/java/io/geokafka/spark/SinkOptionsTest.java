@@ -17,7 +17,7 @@ class SinkOptionsTest {
         options.put("topic_map", "{\"orders\": \"nyc.orders\", \"pay\": \"nyc.pay\"}");
         options.put("groups", "[{\"orders\": [0, 2], \"pay\": [1]}, {\"orders\": [1], \"pay\": [0]}]");
         options.put("generation", "3");
-        options.put("expected", "{\"orders/0\": [10, 4], \"pay/1\": [-1, 0]}");
+        options.put("expected", "{\"orders/0\": [10, 4, 1700000000000], \"pay/1\": [-1, 0, -1]}");
         return options;
     }
 
