@@ -174,18 +174,22 @@ class StateSnapshot:
 
     def _records(self, kind: str, flow: str, decode: Callable[[str, Value], R]) -> Iterator[R]:
         """The flow's per-item records of ``kind``, each decoded once per offset (see ``_typed``)."""
+        return (record for _, record in self._records_at(kind, flow, decode))
+
+    def _records_at(self, kind: str, flow: str, decode: Callable[[str, Value], R]) -> Iterator[tuple[int, R]]:
+        """The same, each with the position it was read at."""
         prefix = flow_prefix(kind, flow)
         for key in [k for k in self.raw if k.startswith(prefix)]:
             offset = self.offsets.get(key, -1)
             cached = self._typed.get(key)
             if cached is not None and cached[0] == offset:
-                yield cast(R, cached[1])
+                yield offset, cast(R, cached[1])
                 continue
             value = self.value(key)
             if value is not None:
                 record = decode(key[len(prefix):], value)
                 self._typed[key] = (offset, record)
-                yield record
+                yield offset, record
 
     def keys_of(self, kind: str, flow: str) -> list[str]:
         """Every key of a per-item record kind of one flow (``checkpoint``, ``progress``, ...)."""
@@ -202,8 +206,10 @@ class StateSnapshot:
         if cached is not None and cached[0] == self._version:
             return cached[1]
         out: dict[TopicPartitionKey, tuple[int, Progress]] = {}
-        for record in self._records(Progress.KIND, flow, lambda rest, value: Progress.decode(flow, rest, value)):
-            out[(record.topic, record.partition)] = (self.offsets[record.key], record)
+        for offset, record in self._records_at(Progress.KIND, flow, lambda rest, value: Progress.decode(flow, rest, value)):
+            held = out.get((record.topic, record.partition))
+            if held is None or held[0] < offset:
+                out[(record.topic, record.partition)] = (offset, record)
         packed_prefix = contract.packed_progress_prefix(flow)
         for offset, key in sorted((self.offsets[k], k) for k in self.raw if k.startswith(packed_prefix)):
             for entry in self._packed_entries(flow, key, offset):

@@ -218,7 +218,9 @@ final class GroupTransaction {
             for (String key : groupPartitions()) {
                 PartitionWrites p = partitions.get(key);
                 if (p != null) {
-                    entries.add(p.entry());
+                    if (p.next >= 0) {
+                        entries.add(p.entry());
+                    }
                     continue;
                 }
                 TopicPartition tp = Contract.parsePartitionKey(key);
