@@ -66,6 +66,7 @@ final class GroupTransaction {
         } else {
             producer = producers.open(options, txnId);
             try {
+                ProducerPool.learnTopics(producer, options.targetTopicsOf(group));
                 this.readBack = Map.copyOf(readBack.committed(options, group));
             } catch (RuntimeException | Error e) {
                 ProducerPool.closeQuietly(producer);  // neither pooled nor kept by anyone otherwise

@@ -161,6 +161,21 @@ public final class SinkOptions implements Serializable {
         return group;
     }
 
+    /** The topics a writer of ``group`` writes: its partitions' target topics and the state topic. */
+    java.util.SortedSet<String> targetTopicsOf(int group) {
+        java.util.SortedSet<String> topics = new java.util.TreeSet<>();
+        groupOf.forEach((key, owner) -> {
+            if (owner == group) {
+                String target = topicMap.get(Contract.parsePartitionKey(key).topic());
+                if (target != null) {
+                    topics.add(target);
+                }
+            }
+        });
+        topics.add(Contract.STATE_TOPIC);
+        return topics;
+    }
+
     /** The transactional id of one group of this generation (fencing relies on it). */
     String transactionalId(int group) {
         return Contract.groupTransactionalId(flow, generation, group);

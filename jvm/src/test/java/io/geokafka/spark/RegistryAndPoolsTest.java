@@ -160,4 +160,35 @@ class RegistryAndPoolsTest {
         expectations.forget("a");
         assertEquals(true, expectations.of("a", Map.of()).isEmpty());
     }
+
+    /** A new producer learns its topics' partitions side by side: each answer here comes only once every topic
+     * was asked (within 10 s), so topics asked one after another would learn nothing. */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aNewProducerAsksForItsTopicsSideBySide() throws Exception {
+        List<String> topics = List.of("nyc.a", "nyc.b", "nyc.c", "nyc.d", "nyc.e");
+        CountDownLatch allAsked = new CountDownLatch(topics.size());
+        java.util.Set<String> learnt = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        org.apache.kafka.clients.producer.MockProducer<byte[], byte[]> producer =
+                new org.apache.kafka.clients.producer.MockProducer<>(true,
+                        new org.apache.kafka.common.serialization.ByteArraySerializer(),
+                        new org.apache.kafka.common.serialization.ByteArraySerializer());
+        org.apache.kafka.clients.producer.Producer<byte[], byte[]> waiting =
+                (org.apache.kafka.clients.producer.Producer<byte[], byte[]>) java.lang.reflect.Proxy.newProxyInstance(
+                        getClass().getClassLoader(), new Class<?>[] {org.apache.kafka.clients.producer.Producer.class},
+                        (proxy, method, args) -> {
+                            if (method.getName().equals("partitionsFor")) {
+                                allAsked.countDown();
+                                if (allAsked.await(10, TimeUnit.SECONDS)) {
+                                    learnt.add((String) args[0]);
+                                }
+                                return List.of();
+                            }
+                            return method.invoke(producer, args);
+                        });
+        ProducerPool.learnTopics(waiting, topics);
+        assertEquals(new java.util.TreeSet<>(topics), new java.util.TreeSet<>(learnt), "no topic waited for another");
+        assertEquals(new java.util.TreeSet<>(List.of("__geokafka_state", "nyc.orders", "nyc.pay")),
+                SinkOptionsTest.options(Map.of()).targetTopicsOf(0));
+    }
 }
