@@ -125,6 +125,22 @@ def test_the_partition_key_is_the_contracts_where_the_driver_builds_the_sinks_ex
     assert {parse_partition_key(key) for key in expected} == {("orders", 0), ("orders", 1)}
 
 
+def test_the_sinks_expectations_carry_each_partitions_last_mention() -> None:
+    """Position, state offset and last timestamp, from a group's packed progress record written after the
+    partition's own record; a partition with no progress is unknown from the state's end on."""
+    store = InMemoryStateStore()
+    store.write(Progress("f", "orders", 0, 5, 1500))
+    store.write(PackedProgress("f", 0, 0, "1", (Progress("f", "orders", 0, 7, 1700),)))
+    state = store.read()
+    pairs = [TopicPair("orders", "east.orders", 2)]
+    assignment = plan_assignment("f", "earliest", False, pairs, _Source(), state)  # type: ignore[arg-type]
+    assert assignment.expected == {_key("orders", 0): Expected(7, 1, 1700), _key("orders", 1): Expected(-1, 2)}
+    flow, pipeline = TOPOLOGY.flows["f"], TOPOLOGY.pipeline
+    sink = sink_options("q", "f", flow, pipeline, connection(TOPOLOGY, "west"), assignment, {"orders": "east.orders"}, {})
+    assert json.loads(sink[SPEC["sink_options"]["expected"]]) == {_key("orders", 0): [7, 1, 1700],
+                                                                  _key("orders", 1): [-1, 2, -1]}
+
+
 def _is_long(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
