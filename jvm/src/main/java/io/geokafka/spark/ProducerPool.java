@@ -11,6 +11,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -153,10 +155,24 @@ final class ProducerPool {
         }
     }
 
-    /** Topics whose metadata one new producer asks for side by side. */
-    static final int METADATA_THREADS = 32;
+    /** Threads that ask for topic metadata, shared by every producer this JVM opens. */
+    static final int METADATA_THREADS = 16;
     /** How long {@link #learnTopics} waits at most; what is not known by then a send asks for itself. */
     static final long METADATA_WAIT_MS = 15_000;
+    /** The JVM's metadata askers: at most {@link #METADATA_THREADS}, gone after 10 s without work, so the
+     * threads a start adds stay few whatever the groups and topics. */
+    private static final ThreadPoolExecutor METADATA = metadataPool();
+
+    private static ThreadPoolExecutor metadataPool() {
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(METADATA_THREADS, METADATA_THREADS, 10, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(), r -> {
+                    Thread t = new Thread(r, "geokafka-topic-metadata");
+                    t.setDaemon(true);
+                    return t;
+                });
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
+    }
 
     /**
      * Learn the partitions of ``topics`` side by side before the first send. A producer's first send to a topic
@@ -169,29 +185,22 @@ final class ProducerPool {
         if (topics.size() < 2) {
             return;
         }
-        ExecutorService pool = Executors.newFixedThreadPool(Math.min(METADATA_THREADS, topics.size()), r -> {
-            Thread t = new Thread(r, "geokafka-topic-metadata");
-            t.setDaemon(true);
-            return t;
-        });
-        try {
-            List<Future<?>> asked = new ArrayList<>();
-            topics.forEach(topic -> asked.add(pool.submit(() -> producer.partitionsFor(topic))));
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(METADATA_WAIT_MS);
-            for (Future<?> answer : asked) {
-                try {
-                    answer.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-                } catch (ExecutionException e) {
-                    LOG.debug("geokafka sink: no metadata ahead of the first send: {}", e.getCause().toString());
-                } catch (TimeoutException e) {
-                    return;
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    return;
-                }
+        List<Future<?>> asked = new ArrayList<>();
+        topics.forEach(topic -> asked.add(METADATA.submit(() -> producer.partitionsFor(topic))));
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(METADATA_WAIT_MS);
+        for (Future<?> answer : asked) {
+            try {
+                answer.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (ExecutionException e) {
+                LOG.debug("geokafka sink: no metadata ahead of the first send: {}", e.getCause().toString());
+            } catch (TimeoutException e) {
+                asked.forEach(f -> f.cancel(false));  // not started yet: the sends ask for themselves
+                return;
+            } catch (InterruptedException e) {
+                asked.forEach(f -> f.cancel(false));
+                Thread.currentThread().interrupt();
+                return;
             }
-        } finally {
-            pool.shutdown();  // never interrupts a producer's wait; a wait not answered ends at max.block.ms
         }
     }
 
