@@ -2,7 +2,6 @@ package io.geokafka.spark;
 
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -167,8 +166,8 @@ final class GroupTransaction {
             return moved;
         }
         long[] stateOffset = {-1};
-        begin(moved.get(0));
         PartitionWrites first = moved.get(0);
+        begin(first);
         producer.send(progressRecord(moved), (meta, error) -> {
             if (error != null) {
                 synchronized (failures) {
@@ -216,7 +215,7 @@ final class GroupTransaction {
         long slot = commits % Contract.DELTA_SLOTS;
         List<Progress.Entry> entries = new ArrayList<>();
         if (slot == 0) {
-            for (String key : groupPartitions()) {
+            for (String key : options.partitionsOf(group)) {
                 PartitionWrites p = partitions.get(key);
                 if (p != null) {
                     if (p.next >= 0) {
@@ -237,20 +236,6 @@ final class GroupTransaction {
         String key = Contract.packedProgressKey(options.flow, options.generation, group,
                 slot == 0 ? Contract.SNAPSHOT_SLOT : Long.toString(slot));
         return new ProducerRecord<>(Contract.STATE_TOPIC, 0, key.getBytes(StandardCharsets.UTF_8), Progress.packed(entries));
-    }
-
-    /** Every source partition of this group, in topic and partition order. */
-    private List<String> groupPartitions() {
-        List<TopicPartition> mine = new ArrayList<>();
-        options.groupOf.forEach((key, owner) -> {
-            if (owner == group) {
-                mine.add(Contract.parsePartitionKey(key));
-            }
-        });
-        mine.sort(Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition));
-        List<String> keys = new ArrayList<>(mine.size());
-        mine.forEach(tp -> keys.add(Contract.partitionKey(tp.topic(), tp.partition())));
-        return keys;
     }
 
     /** Abort the open transaction now (it would hold the target's last stable offset until it times out)

@@ -133,12 +133,12 @@ final class ProducerPool {
                 }
                 Map<String, Long> committed = new LinkedHashMap<>();
                 int group = g;
-                options.groupOf.forEach((key, owner) -> {
+                for (String key : options.partitionsOf(group)) {
                     long[] expected = options.expected.get(key);
-                    if (owner == group && expected != null && expected[0] >= 0) {
+                    if (expected != null && expected[0] >= 0) {
                         committed.put(key, expected[0]);
                     }
-                });
+                }
                 opening.add(CompletableFuture.runAsync(() -> {
                     try {
                         Producer<byte[], byte[]> producer = open(options, txnId);

@@ -18,14 +18,11 @@ interface ReadBack {
      * (never before the state's end at the query's start: everything committed before it is in the driver's
      * expectations, and a partition idle for long has an old hint that would read everything written since). */
     ReadBack STATE_TOPIC = (options, group) -> {
-        Set<String> partitions = new HashSet<>();
+        Set<String> partitions = new HashSet<>(options.partitionsOf(group));
         long from = Long.MAX_VALUE;
-        for (Map.Entry<String, Integer> e : options.groupOf.entrySet()) {
-            if (e.getValue() == group) {
-                org.apache.kafka.common.TopicPartition tp = Contract.parsePartitionKey(e.getKey());
-                partitions.add(e.getKey());
-                from = Math.min(from, options.expectedOf(tp.topic(), tp.partition())[1]);
-            }
+        for (String key : partitions) {
+            org.apache.kafka.common.TopicPartition tp = Contract.parsePartitionKey(key);
+            from = Math.min(from, options.expectedOf(tp.topic(), tp.partition())[1]);
         }
         return Progress.committedNext(options.targetConfig, options.flow, partitions,
                 Math.max(from == Long.MAX_VALUE ? 0 : from, options.stateFloor));

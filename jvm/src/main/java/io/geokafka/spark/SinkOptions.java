@@ -2,6 +2,7 @@ package io.geokafka.spark;
 
 import com.fasterxml.jackson.core.type.TypeReference;
 import java.io.Serializable;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -23,6 +24,8 @@ public final class SinkOptions implements Serializable {
     final Map<String, String> topicMap;
     /** Partition key ("topic/partition", {@link Contract#partitionKey}) -> its partition group (one transactional writer per group). */
     final Map<String, Integer> groupOf;
+    /** Each group's partition keys, a topic's together, as the driver listed them. */
+    private final List<List<String>> partitionsByGroup;
     /** How many groups the flow's partitions are split into. */
     final int groupCount;
     /** The generation of the flow's assignment: part of every transactional id, so a regrouped flow writes
@@ -60,9 +63,13 @@ public final class SinkOptions implements Serializable {
         List<Map<String, List<Integer>>> groups = in.json(name("groups"), null,
                 new TypeReference<List<Map<String, List<Integer>>>>() {});
         groupOf = new HashMap<>();
+        partitionsByGroup = new ArrayList<>();
         for (int g = 0; g < groups.size(); g++) {
             int group = g;
-            groups.get(g).forEach((topic, parts) -> parts.forEach(p -> groupOf.put(Contract.partitionKey(topic, p), group)));
+            List<String> keys = new ArrayList<>();
+            groups.get(g).forEach((topic, parts) -> parts.forEach(p -> keys.add(Contract.partitionKey(topic, p))));
+            keys.forEach(key -> groupOf.put(key, group));
+            partitionsByGroup.add(List.copyOf(keys));
         }
         groupCount = groups.size();
         generation = in.getLong(name("generation"), 0);
@@ -110,6 +117,7 @@ public final class SinkOptions implements Serializable {
         producerConfig = other.producerConfig;
         topicMap = other.topicMap;
         groupOf = other.groupOf;
+        partitionsByGroup = other.partitionsByGroup;
         groupCount = other.groupCount;
         generation = other.generation;
         expected = new HashMap<>(other.expected);
@@ -161,17 +169,20 @@ public final class SinkOptions implements Serializable {
         return group;
     }
 
+    /** The partition keys of ``group``, a topic's together. */
+    List<String> partitionsOf(int group) {
+        return partitionsByGroup.get(group);
+    }
+
     /** The topics a writer of ``group`` writes: its partitions' target topics and the state topic. */
     java.util.SortedSet<String> targetTopicsOf(int group) {
         java.util.SortedSet<String> topics = new java.util.TreeSet<>();
-        groupOf.forEach((key, owner) -> {
-            if (owner == group) {
-                String target = topicMap.get(Contract.parsePartitionKey(key).topic());
-                if (target != null) {
-                    topics.add(target);
-                }
+        for (String key : partitionsOf(group)) {
+            String target = topicMap.get(Contract.parsePartitionKey(key).topic());
+            if (target != null) {
+                topics.add(target);
             }
-        });
+        }
         topics.add(Contract.STATE_TOPIC);
         return topics;
     }
