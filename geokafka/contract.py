@@ -36,8 +36,6 @@ def name(section: str, role: str) -> str:
 STATE_TOPIC: str = spec()["state_topic"]
 PROGRESS_KEY: str = spec()["progress"]["key"]
 PACKED_PROGRESS_KEY: str = spec()["packed_progress"]["key"]
-PACKED_SNAPSHOT_SLOT: str = spec()["packed_progress"]["snapshot_slot"]
-PACKED_DELTA_SLOTS: int = int(spec()["packed_progress"]["delta_slots"])
 ORIGIN_HEADER: str = spec()["headers"]["origin"]
 SOURCE_HEADER: str = spec()["headers"]["source"]
 SOURCE_HEADER_VALUE: str = spec()["headers"]["source_value"]
@@ -55,11 +53,6 @@ def progress_key(flow: str, topic: str, partition: int) -> str:
 def packed_progress_key(flow: str, generation: int, group: int, slot: str) -> str:
     """Key of one slot of a partition group's packed progress record."""
     return PACKED_PROGRESS_KEY.format(flow=flow, generation=generation, group=group, slot=slot)
-
-
-def packed_progress_prefix(flow: str) -> str:
-    """What every packed progress key of ``flow`` starts with."""
-    return PACKED_PROGRESS_KEY.split("{generation}", 1)[0].format(flow=flow)
 
 
 def transactional_id_prefix(flow: str) -> str:

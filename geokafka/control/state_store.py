@@ -31,7 +31,6 @@ from typing import Any, TypeVar, cast
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from geokafka import contract
 from geokafka.control.admin import ClusterAdmin, raise_mapped, silent_logger
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.delivery import drain, is_fatal
@@ -210,23 +209,14 @@ class StateSnapshot:
             held = out.get((record.topic, record.partition))
             if held is None or held[0] < offset:
                 out[(record.topic, record.partition)] = (offset, record)
-        packed_prefix = contract.packed_progress_prefix(flow)
-        for offset, key in sorted((self.offsets[k], k) for k in self.raw if k.startswith(packed_prefix)):
-            for entry in self._packed_entries(flow, key, offset):
+        packed = self._records_at(PackedProgress.KIND, flow, lambda _, value: PackedProgress.decode_entries(flow, value))
+        for offset, entries in sorted(packed, key=lambda item: item[0]):
+            for entry in entries:
                 held = out.get((entry.topic, entry.partition))
                 if held is None or held[0] < offset:
                     out[(entry.topic, entry.partition)] = (offset, entry)
         self._positions[flow] = (self._version, out)
         return out
-
-    def _packed_entries(self, flow: str, key: str, offset: int) -> tuple[Progress, ...]:
-        cached = self._typed.get(key)
-        if cached is not None and cached[0] == offset:
-            return cast(tuple[Progress, ...], cached[1])
-        value = self.value(key)
-        entries = () if value is None else PackedProgress.decode_entries(flow, value)
-        self._typed[key] = (offset, entries)
-        return entries
 
     def progress(self, flow: str) -> dict[tuple[str, int], int]:
         """(source topic, partition) -> next source offset, for one flow."""
