@@ -120,11 +120,13 @@ class StatusCollector:
         state, state_error = read
         heartbeat = state.heartbeat(name)
         record = None if heartbeat is None else heartbeat.as_dict()
-        partitions, source_error, observed_ms, now_ms = flow_partitions(io, name, flow, state)
-        reachable = source_error is None
         # what the state holds is as old as it was when read, not when the source answered after it (a slow source
-        # read would age every heartbeat); a failed read's older snapshot ages to now
-        as_of_ms = state.read_at_ms if state_error is None and state.read_at_ms > 0 else now_ms
+        # read would age every heartbeat and every lag); a failed read's older snapshot ages to now
+        fresh = state_error is None and state.read_at_ms > 0
+        partitions, source_error, observed_ms, now_ms = flow_partitions(
+            io, name, flow, state, state.read_at_ms if fresh else None)
+        reachable = source_error is None
+        as_of_ms = state.read_at_ms if fresh else now_ms
         view = mirror_view(state, name, as_of_ms)
         shown, age = headline_state(record, as_of_ms, reachable, self.stale_after_s, state.role(name),
                                     view.might_reach_source)

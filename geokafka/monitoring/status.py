@@ -21,7 +21,8 @@ Lag semantics (per source partition, ``next`` = replicated progress)::
               on target  | not yet on the target |
     lag_records = end - first committed offset >= next   (0 when only transaction
                   markers or aborted records remain; may count markers inside the span)
-    lag_seconds = now - timestamp(first committed record >= next)   (0 when caught up)
+    lag_seconds = read - timestamp(first committed record >= next)  (0 when caught up or when that
+                  record is younger than the read; ``read`` is when the progress was read)
 """
 
 from __future__ import annotations

@@ -151,9 +151,14 @@ def first_committed(
 
 
 def flow_partitions(
-    io: ClusterReads, name: str, flow: Flow, state: StateSnapshot
+    io: ClusterReads, name: str, flow: Flow, state: StateSnapshot, as_of_ms: int | None = None
 ) -> tuple[list[PartitionStatus], str | None, int | None, int]:
-    """Per-partition status of one flow: (partitions, source error, observation time, now ms)."""
+    """Per-partition status of one flow: (partitions, source error, observation time, now ms).
+
+    A partition's lag in seconds is counted to ``as_of_ms``, when the state (its progress) was read, else to
+    when the source answered: the flow went on replicating while the source was read, and counted to the
+    answer a slow source read (a loaded machine, a dead flow's time-out beside it) would show the flow as far
+    behind as that read took."""
     progress = flow_progress(state, name)
     policy = policy_for(flow)
     try:
@@ -193,7 +198,7 @@ def flow_partitions(
         next_offset, last_ms = progress.get(tp, (None, None))
         low, end = offsets[tp]
         probe = probes.get(tp, "unknown") if tp in lagging else None
-        lag, seconds = partition_lag(end, effective[tp], probe, now_ms)
+        lag, seconds = partition_lag(end, effective[tp], probe, now_ms if as_of_ms is None else as_of_ms)
         rows.append(PartitionStatus(topic, partition, policy.remote_topic(flow.source, topic), end,
                                     next_offset, lag, seconds, last_ms, resume_offset=resume.get(tp),
                                     lost_records=lost_offsets(low, next_offset), source_start=low))

@@ -46,7 +46,8 @@ def test_a_dead_source_s_read_waits_for_no_healthy_flow(monkeypatch: pytest.Monk
     healthy_read = {"north-west": threading.Event(), "south-west": threading.Event()}
     read_at: dict[str, int] = {}
 
-    def source_read(io: object, name: str, flow: object, state: StateSnapshot) -> tuple[list, str | None, None, int]:
+    def source_read(io: object, name: str, flow: object, state: StateSnapshot,
+                    as_of_ms: int | None = None) -> tuple[list, str | None, None, int]:
         if name == "east-west":  # the dead source: its time-out ends only once the others were read
             both = all(event.wait(10) for event in healthy_read.values())
             read_at[name] = int(time.time() * 1000)
@@ -82,7 +83,8 @@ def test_a_heartbeat_is_as_old_as_when_the_state_was_read_not_when_the_source_an
             snapshot = store.read()
             return snapshot, (GeokafkaError("west: timed out") if failed[0] else None)
 
-    def slow_source(io: object, name: str, flow: object, state: StateSnapshot) -> tuple[list, None, None, int]:
+    def slow_source(io: object, name: str, flow: object, state: StateSnapshot,
+                    as_of_ms: int | None = None) -> tuple[list, None, None, int]:
         return [], None, None, state.read_at_ms + 4_000  # the source answered 4 s after the state was read
 
     monkeypatch.setattr(collect, "ClusterReads", Reads)
@@ -93,3 +95,55 @@ def test_a_heartbeat_is_as_old_as_when_the_state_was_read_not_when_the_source_an
         stale = collector.collect().flow("north-west")
     assert fresh.state == "running" and fresh.heartbeat_age_s is not None and fresh.heartbeat_age_s < 1.0
     assert stale.heartbeat_age_s is not None and stale.heartbeat_age_s >= 4.0
+
+
+def test_a_lag_is_counted_to_when_the_progress_was_read_not_to_when_the_source_answered(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flow replicates on while its source is read: a source that answers 4 s after the state was read (a
+    loaded machine, a dead flow's time-out beside it) adds nothing to the lag status shows. A failed state read's
+    older progress ages to now."""
+    from geokafka.control.state_records import Progress
+    from geokafka.control.state_store import InMemoryStateStore
+    from geokafka.monitoring import status_io
+
+    store = InMemoryStateStore()
+    failed: list[bool] = [False]
+    oldest: dict[str, int] = {}
+
+    class Reads(InMemoryReads):
+        source_timeout_s = 2.0
+
+        def state(self, cluster: str) -> tuple[StateSnapshot, Exception | None]:  # type: ignore[override]
+            snapshot = store.read()
+            # the first record the progress has not replicated was written 300 ms before the state was read
+            oldest.setdefault("ms", snapshot.read_at_ms - 300)
+            return snapshot, (GeokafkaError("west: timed out") if failed[0] else None)
+
+        def admin(self, cluster: str) -> object:
+            return object()
+
+    real = time
+
+    class FourSecondsLater:
+        """status_io's clock: every source read answers 4 s after the state read before it."""
+
+        monotonic = staticmethod(real.monotonic)
+
+        @staticmethod
+        def time() -> float:
+            return real.time() + 4.0
+
+    store.write(Progress("north-west", "orders", 0, 10, 0))
+    monkeypatch.setattr(collect, "ClusterReads", Reads)
+    monkeypatch.setattr(status_io, "time", FourSecondsLater)
+    monkeypatch.setattr(status_io, "source_offsets", lambda admin, flow: {("orders", 0): (0, 12)})
+    monkeypatch.setattr(status_io, "first_committed", lambda admin, positions, timeout_s: {
+        tp: (offset, oldest["ms"]) for tp, offset in positions.items()})
+    with collect.StatusCollector(TOPOLOGY, ["north-west"]) as collector:
+        fresh = collector.collect().flow("north-west")
+        failed[0] = True
+        stale = collector.collect().flow("north-west")
+    [part] = fresh.partitions
+    assert part.lag_records == 2 and part.lag_seconds is not None and 0.3 <= part.lag_seconds < 1.0, part
+    [part] = stale.partitions
+    assert part.lag_seconds is not None and part.lag_seconds >= 4.3, part
