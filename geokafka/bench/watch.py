@@ -101,7 +101,14 @@ class PartitionFollower:
     """Assigns a consumer every partition of ``topics`` from the beginning as the replicator creates them: no group,
     so no rebalance (a regex subscription's group rebalanced for each topic a replicator added: its first record
     showed seconds late at 200 topics). Looks at the metadata only while a topic is missing (at 2,000 partitions
-    a busy broker took over 5 s to answer)."""
+    a busy broker took over 5 s to answer).
+
+    Each partition is assigned at offset 0, the start of a topic the replicator just created, never at the logical
+    "beginning": librdkafka resolves that with one ListOffsets request per partition, and at 2,000 partitions,
+    beside a replicator starting on the same broker, its first fetch of most of them came 25 s after the
+    assignment, so the watch saw geokafka's first record 10-16 s after geokafka had committed it. A log that no
+    longer starts at 0 answers the fetch out of range, and the consumer's ``auto.offset.reset`` then asks for its
+    beginning."""
 
     def __init__(self, consumer: Any, topics: str | Sequence[str], every_s: float = 1.0) -> None:
         self.consumer, self.every_s = consumer, every_s
@@ -110,7 +117,7 @@ class PartitionFollower:
 
     def assign_new(self) -> None:
         """Assign the topics that appeared since the last look (at most every ``every_s``)."""
-        from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
+        from confluent_kafka import KafkaException, TopicPartition
 
         if not self.missing or time.monotonic() < self._next_at:
             return
@@ -121,7 +128,7 @@ class PartitionFollower:
             return  # answered late: the next look
         there = sorted(t for t in self.missing if t in listed and listed[t].error is None and listed[t].partitions)
         if there:
-            self.consumer.incremental_assign([TopicPartition(t, p, OFFSET_BEGINNING) for t in there
+            self.consumer.incremental_assign([TopicPartition(t, p, 0) for t in there
                                               for p in sorted(listed[t].partitions)])
             self.missing.difference_update(there)
 
