@@ -106,7 +106,7 @@ class PartitionFollower:
     Each partition is assigned at offset 0, the start of a topic the replicator just created, never at the logical
     "beginning": librdkafka resolves that with one ListOffsets request per partition, and at 2,000 partitions,
     beside a replicator starting on the same broker, its first fetch of most of them came 25 s after the
-    assignment, so the watch saw geokafka's first record 10-16 s after geokafka had committed it. A log that no
+    assignment, so the watch saw geokafka's first record 10-15 s after geokafka had committed it. A log that no
     longer starts at 0 answers the fetch out of range, and the consumer's ``auto.offset.reset`` then asks for its
     beginning."""
 
