@@ -88,8 +88,14 @@ class AckedStream:
         return self
 
     def stop(self) -> None:
+        """Stop producing; return once every record sent was answered (a record still queued when a flush gives
+        up is written later, with no poll left to report it)."""
         self._stop.set()
         self._thread.join(30)
+        deadline = time.monotonic() + 60
+        while len(self._producer) and time.monotonic() < deadline:
+            self._producer.flush(1)
+        assert not len(self._producer), f"{len(self._producer)} records still unanswered after 60 s"
 
 
 def test_failover_after_the_source_site_dies(base_topology, local_clusters, south, west, unique):
@@ -112,6 +118,9 @@ def test_failover_after_the_source_site_dies(base_topology, local_clusters, sout
             stream.stop()
             wait_for(lambda: _observed_at(west, flow) > stream.last_ack_ms,
                      30, "an observation of the source after the last ack")
+            # what the site holds when it dies: a record can be written and its ack lost (a produce request
+            # that timed out on a loaded machine; CI counted 2 such records the report rightly called lost)
+            in_log = {(r.partition, r.offset) for r in read_all(south, topic)}
             for node in local_clusters["south"].nodes:  # the whole site dies
                 kill_node(local_clusters["south"], node.node_id, signal.SIGKILL)
             report = failover(topology, flow)
@@ -120,12 +129,13 @@ def test_failover_after_the_source_site_dies(base_topology, local_clusters, sout
         replicated = {(p.partition, p.offset) for p in (source_position(list(r.headers)) for r in target)}
         seeds = {(p, o) for p in range(3) for o in range(20)}
         acked = stream.acked | seeds
+        assert acked <= in_log  # every acked record was on the site when it died
         assert len(replicated) == len(target)  # no duplicates on the target
-        assert report.rpo_records == len(acked - replicated) > 0  # the report equals a direct comparison
+        assert report.rpo_records == len(in_log - replicated) > 0  # the report equals a direct comparison
         assert report.rpo_seconds > 0
         # the bounds contain the truth, and the report is valid JSON (no NaN)
         assert report.rpo_records_upper is not None
-        assert report.rpo_records <= len(acked - replicated) <= report.rpo_records_upper
+        assert report.rpo_records <= len(in_log - replicated) <= report.rpo_records_upper
         json.dumps(report.to_dict(), allow_nan=False)
         # the group resumes on the target exactly after what it consumed at the source
         done = {(m.partition(), m.offset()) for m in consumed}
