@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cluster_util import stop_orphaned_nodes, topology_on
 from kafka_util import port_base
+from pipeline_util import TEST_STORES
 
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import LocalClusterSpec, start_clusters, stop_cluster
@@ -45,5 +46,8 @@ def local_clusters(request: pytest.FixtureRequest, base_topology: Topology) -> I
         start_clusters(specs, timeout_s=180)
         yield {spec.name: spec for spec in specs}
     finally:
+        # the tests' state stores read incrementally: one kept for this module's west would read the next module's
+        # new west on the same ports from this one's offsets, and find nothing written there
+        TEST_STORES.close()
         for spec in specs:
             stop_cluster(spec)
