@@ -27,6 +27,7 @@ from geokafka.control.state_store import StateStore
 from geokafka.control.topic_sync import TopicPair
 from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.flow_topics import selection_changed, sync_topic_metadata, target_pairs
+from geokafka.pipeline.jvm_look import TopicIdLook
 from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.scheduler import Job, Scheduler
 from geokafka.pipeline.slots import Mode
@@ -137,6 +138,9 @@ class FlowJobs:
         self.store = store
         self.signals = signals
         self._source_ends = SourceEndsWatch(self.name, clients.observer, store)
+        self._ids: TopicIdLook = clients.observer
+        """Where the topic-ID watch asks the source: the librdkafka observer, then the flow's look from Spark's JVM
+        once the runner hands one over (:meth:`ids_from`)."""
         self._observe_job: Job | None = None
         self._said_observe_cost = False
         self._held_groups: list[tuple[str, str, int, str]] = []
@@ -155,6 +159,11 @@ class FlowJobs:
         """The runner as its owner last published it."""
         return self._view()
 
+    def ids_from(self, look: TopicIdLook) -> None:
+        """Ask the source's topic IDs through ``look`` from now on (the runner's thread hands it over once; the
+        topic-ID job reads it)."""
+        self._ids = look
+
     def retire(self) -> None:
         """No heartbeat after this returns (it waits for one being written): the runner's final state comes last."""
         with self._state_write:
@@ -172,7 +181,7 @@ class FlowJobs:
                                           cpu_share=OBSERVE_CPU_SHARE, max_period_s=OBSERVE_MAX_PERIOD_S,
                                           extra_cpu=self._observer_cpu_s)
         scheduler.add("topic-ids", TOPIC_IDS_S, self.watch_topic_ids, timeout_s=5.0, cpu_share=OBSERVE_CPU_SHARE,
-                      max_period_s=TOPIC_IDS_MAX_PERIOD_S, extra_cpu=self._observer_cpu_s)
+                      max_period_s=TOPIC_IDS_MAX_PERIOD_S, extra_cpu=self._ids_cpu_s)
         scheduler.add("selection", refresh, self.watch_selection, timeout_s=30.0)
         scheduler.add("sync", sync_s, self.sync, timeout_s=max(30.0, sync_s))
         log.info("flow %s: jobs run every: heartbeat %s, observe %s (rpo.observe_ms), topic-ids %s, selection %s (%s), "
@@ -182,6 +191,11 @@ class FlowJobs:
     def _observer_cpu_s(self) -> float:
         """CPU seconds of the source observer's background thread: part of what the observation jobs cost."""
         return self.clients.observer.background_cpu_s()
+
+    def _ids_cpu_s(self) -> float:
+        """CPU seconds the topic-ID look spent beyond the job's own thread (the librdkafka client's background
+        thread, or the JVM's answering threads)."""
+        return self._ids.background_cpu_s()
 
     # -- heartbeat -------------------------------------------------------------------------
 
@@ -225,7 +239,7 @@ class FlowJobs:
         if not self.view.replicating or not known:
             return
         try:
-            current = self.clients.observer.topic_ids(sorted(known))
+            current = self._ids.topic_ids(sorted(known))
         except errors.GeokafkaError:
             return  # the query itself reports an unreachable source
         changed = [t for t, topic_id in known.items() if t in current and current[t] != topic_id]

@@ -35,6 +35,7 @@ from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.flow_jobs import FlowJobs, FlowSignals
 from geokafka.pipeline.flow_machine import FlowMachine, ended_state, loss_outcome
 from geokafka.pipeline.flow_start import FlowStarter, Prepared
+from geokafka.pipeline.jvm_look import JvmSourceLook
 from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.scheduler import Scheduler, ThreadScheduler
 from geokafka.pipeline.slots import Mode
@@ -402,6 +403,21 @@ class FlowRunner:
         if handoff is not None and self.spark is None:
             self.spark, took_s = handoff
             self.startup.took("Spark session", took_s)
+            self._look_from_spark()
+
+    def _look_from_spark(self) -> None:
+        """The topic-ID watch asks the source from Spark's JVM from now on: over many topics the librdkafka client
+        turning its answers into Python objects cost more than the looks (:mod:`geokafka.pipeline.jvm_look`)."""
+        if self._jobs is None:
+            return
+        try:
+            look = JvmSourceLook(self.spark, self.source, timeout_s=self._clients.observer.timeout_s,
+                                 fallback=self._clients.observer)
+        except Exception as exc:  # noqa: BLE001 - any failure keeps the librdkafka client, which answers alike
+            log.debug("flow %s: the topic-ID look stays on the librdkafka client: %s", self.name, exc)
+            return
+        self._clients.register(look)
+        self._jobs.ids_from(look)
 
     # -- internals -------------------------------------------------------------------------
 

@@ -1,0 +1,99 @@
+"""A running flow's look at its source's topic IDs from Spark's JVM (``io.geokafka.spark.SourceLook``), once the
+flow has one.
+
+The re-created-topic watch asks the source for every replicated topic's ID (KIP-516) every second. Through
+librdkafka's Python client each answer becomes Python objects (a description of every partition, its leader and
+replicas), which at 200 topics of 10 partitions cost 27-35 ms of CPU a look; a Java admin client in the driver's JVM
+takes 2-4 ms, and the topics and their IDs cross py4j as one string each way.
+
+:class:`JvmSourceLook` answers as :meth:`geokafka.control.admin.ClusterAdmin.topic_ids` does (the IDs in the same
+text, topics that do not exist left out) and raises the same :class:`~geokafka.errors.GeokafkaError` classes,
+decided by the JVM's typed failure, never by text. A call that Spark's JVM does not answer at all (py4j's connection
+gone) is asked of the librdkafka client instead: a JVM going away is not a failed look at the source.
+
+The source observation (end offsets) stays on the librdkafka client: a look at a killed broker fails there at once
+on the refused connection, while a Java consumer retries until its time-out, and the RPO bound after a site's death
+is as old as the last look that answered (see the benchmark history, 2026-12-02).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Protocol
+
+from geokafka import errors
+from geokafka.control.connection import ClusterConnection
+from geokafka.pipeline.failures import classify
+
+
+class TopicIdLook(Protocol):
+    """Where the topic-ID watch asks: the librdkafka :class:`~geokafka.control.admin.ClusterAdmin` or a
+    :class:`JvmSourceLook`, which answer alike."""
+
+    def topic_ids(self, topics: list[str]) -> dict[str, str]:
+        """topic -> its topic ID; topics that do not exist are left out."""
+
+    def background_cpu_s(self) -> float:
+        """CPU seconds spent answering beyond the calling thread's own."""
+
+
+class JvmSourceLook:
+    """The topic-ID looks of one flow at ``conn``'s cluster through a ``SourceLook`` in the JVM of ``spark``
+    (``fallback`` answers when the JVM does not); close it with the flow's clients
+    (:meth:`~geokafka.pipeline.flow_clients.FlowClients.register`)."""
+
+    def __init__(self, spark: Any, conn: ClusterConnection, timeout_s: float, fallback: TopicIdLook) -> None:
+        self.conn = conn
+        self.timeout_s = timeout_s
+        self.fallback = fallback
+        self._closed = threading.Event()
+        self._jvm = spark.sparkContext._jvm
+        self._look = self._jvm.io.geokafka.spark.SourceLook(conn.java_client())  # py4j's error if it cannot open
+
+    def topic_ids(self, topics: list[str]) -> dict[str, str]:
+        """topic -> its topic ID, as :meth:`ClusterAdmin.topic_ids` writes it; topics that do not exist are left out."""
+        if not topics:
+            return {}
+        try:
+            text = str(self._look.topicIds("\n".join(sorted(set(topics))), int(1000 * self.timeout_s)))
+        except Exception as exc:  # noqa: BLE001 - py4j's error, typed by the JVM's failure below
+            if _unanswered(exc):
+                return self.fallback.topic_ids(topics)
+            raise self._error(exc, "describing topics") from None
+        return dict(line.split("\t", 1) for line in text.splitlines() if line)
+
+    def background_cpu_s(self) -> float:
+        """CPU seconds the JVM's threads spent answering this look's calls, and the fallback's (a job's cost beyond
+        its own thread's)."""
+        jvm = 0.0
+        if not self._closed.is_set():
+            try:
+                jvm = float(self._look.cpuSeconds())
+            except Exception:  # noqa: BLE001 - a JVM that is gone has no cost to add
+                jvm = 0.0
+        return jvm + self.fallback.background_cpu_s()
+
+    def close(self) -> None:
+        """Close the JVM's admin client (a JVM that is gone closed it)."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        try:
+            self._look.close()
+        except Exception:  # noqa: BLE001 - the JVM may be gone at exit
+            pass
+
+    def _error(self, exc: Exception, what: str) -> errors.GeokafkaError:
+        java = getattr(exc, "java_exception", None)
+        try:
+            typed = self._jvm.io.geokafka.spark.SinkRegistry.typedFailure(java)
+        except Exception:  # noqa: BLE001 - the failure's type stays unknown: a Kafka failure
+            typed = None
+        found = classify(java, dict(typed) if typed is not None else None, self._jvm)
+        return type(found)(f"cluster {self.conn.name}: {what}: {found}", kafka_code=found.kafka_code,
+                           retriable=found.retriable)
+
+
+def _unanswered(exc: BaseException) -> bool:
+    """The JVM gave no answer at all (no Java exception came back): it is gone, or py4j's connection is."""
+    return getattr(exc, "java_exception", None) is None
