@@ -4,7 +4,7 @@ flow has one.
 The re-created-topic watch asks the source for every replicated topic's ID (KIP-516) every second. Through
 librdkafka's Python client each answer becomes Python objects (a description of every partition, its leader and
 replicas), which at 200 topics of 10 partitions cost 27-35 ms of CPU a look; a Java admin client in the driver's JVM
-takes 2-4 ms, and the topics and their IDs cross py4j as one string each way.
+takes 2-5 ms, and the topics and their IDs cross py4j as one string each way.
 
 :class:`JvmSourceLook` answers as :meth:`geokafka.control.admin.ClusterAdmin.topic_ids` does (the IDs in the same
 text, topics that do not exist left out) and raises the same :class:`~geokafka.errors.GeokafkaError` classes,

@@ -40,6 +40,7 @@ from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.scheduler import Scheduler, ThreadScheduler
 from geokafka.pipeline.slots import Mode
 from geokafka.pipeline.startup import StartupTimeline
+from geokafka.secrets import redact
 from geokafka.topology.schema import Topology
 
 if TYPE_CHECKING:
@@ -414,7 +415,7 @@ class FlowRunner:
             look = JvmSourceLook(self.spark, self.source, timeout_s=self._clients.observer.timeout_s,
                                  fallback=self._clients.observer)
         except Exception as exc:  # noqa: BLE001 - any failure keeps the librdkafka client, which answers alike
-            log.debug("flow %s: the topic-ID look stays on the librdkafka client: %s", self.name, exc)
+            log.debug("flow %s: the topic-ID look stays on the librdkafka client: %s", self.name, redact(str(exc))[:300])
             return
         self._clients.register(look)
         self._jobs.ids_from(look)

@@ -27,7 +27,7 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
  *
  * <p>The Python driver's librdkafka client turns every answer into Python objects (each topic's partitions, their
  * leaders and replicas), which over many topics costs more than the look itself: 27-35 ms of CPU for 200 topics of
- * 10 partitions, 2-4 ms with this admin client. The topics and their IDs cross py4j as one string each way, never a
+ * 10 partitions, 2-5 ms with a Java admin client. The topics and their IDs cross py4j as one string each way, never a
  * Java object per topic. The admin client is thread-safe; {@link #close} may come from another thread.
  */
 public final class SourceLook implements AutoCloseable {
