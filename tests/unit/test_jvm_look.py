@@ -21,7 +21,7 @@ class JavaFailure(Exception):
     """What py4j raises for an exception the JVM threw: it carries the Java exception."""
 
     def __init__(self, java_exception: Any) -> None:
-        super().__init__("An error occurred while calling o42.ends")
+        super().__init__("An error occurred while calling o42.topicIds")
         self.java_exception = java_exception
 
 
