@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -49,6 +50,13 @@ def port_base() -> int:
         raise RuntimeError(f"GEOKAFKA_TEST_PORT_BASE lists {len(bases)} port bases, not one for worker gw{worker}")
     return bases[worker]
 
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound then released; nothing else grabs it in seconds)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 @dataclass(frozen=True)
 class Rec:

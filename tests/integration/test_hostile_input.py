@@ -10,7 +10,6 @@ A record larger than the target's max.message.bytes: tests/integration/test_pipe
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import uuid
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
-from kafka_util import create_topic, produce
+from kafka_util import closed_port, create_topic, produce
 
 from geokafka.control.connection import ClusterConnection
 
@@ -31,13 +30,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_VALUE = "s3cr3t-never-printed"
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound then released; nothing else grabs it in seconds)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

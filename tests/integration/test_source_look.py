@@ -5,12 +5,11 @@ in the same text, a missing topic left out, and a typed, retriable error from a 
 from __future__ import annotations
 
 import dataclasses
-import socket
 import time
 from typing import Any
 
 import pytest
-from kafka_util import create_topic
+from kafka_util import closed_port, create_topic
 
 from geokafka import errors
 from geokafka.control.admin import ClusterAdmin
@@ -28,12 +27,6 @@ class NoFallback:
 
     def background_cpu_s(self) -> float:
         return 0.0
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_the_jvm_look_answers_as_the_librdkafka_client_does(spark: Any, east: ClusterConnection,
@@ -55,7 +48,7 @@ def test_the_jvm_look_answers_as_the_librdkafka_client_does(spark: Any, east: Cl
 
 def test_a_cluster_nobody_answers_is_a_retriable_error_within_the_looks_time_out(spark: Any,
                                                                                  east: ClusterConnection) -> None:
-    nobody = dataclasses.replace(east, name="nowhere", bootstrap=f"127.0.0.1:{_closed_port()}")
+    nobody = dataclasses.replace(east, name="nowhere", bootstrap=f"127.0.0.1:{closed_port()}")
     look = JvmSourceLook(spark, nobody, timeout_s=1.0, fallback=NoFallback())
     try:
         started = time.monotonic()

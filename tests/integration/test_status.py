@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -18,7 +17,7 @@ import pytest
 import yaml
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from kafka_util import create_topic, produce, read_all
+from kafka_util import closed_port, create_topic, produce, read_all
 from pipeline_util import GEOKAFKA, running_mirror, state_store, wait_for, wait_state_readable, with_flows
 from prometheus_client.parser import text_string_to_metric_families
 from rich.console import Console
@@ -36,13 +35,6 @@ from geokafka.topology.schema import Topology
 
 pytestmark = pytest.mark.integration
 
-
-
-def closed_port() -> int:
-    """A loopback port nobody listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def with_dead_cluster(topology: Topology, name: str) -> Topology:
