@@ -84,7 +84,7 @@ public final class SourceLook implements AutoCloseable {
                             || e.getCause() instanceof UnknownTopicIdException) {
                         continue;
                     }
-                    throw KafkaErrors.of(e.getCause() != null ? e.getCause() : e, "describing topic " + name);
+                    throw KafkaErrors.of(e, "describing topic " + name);  // its innermost Kafka exception decides
                 } catch (java.util.concurrent.TimeoutException e) {
                     throw KafkaErrors.of(new org.apache.kafka.common.errors.TimeoutException(
                             "no answer within " + timeoutMs + " ms"), "describing topic " + name);
