@@ -16,10 +16,11 @@ from geokafka.bench.setup import TopicSet, as_set, bench_flow, bench_topology_te
 
 def run_geokafka(work: Path, state_dir: Path, topic: str | TopicSet, records: int, size: int,
                  lat_topic: str | TopicSet | None, mode: str = "real-time", status_cost: bool = False,
-                 **kw: Any) -> dict[str, Any]:
+                 new_topic: bool = False, **kw: Any) -> dict[str, Any]:
     """Replicate ``topic`` (and ``lat_topic``; each a topic or a set of them) with the geokafka pipeline until the
     target holds ``records``; with ``status_cost``, what a `geokafka status` of the running flow costs
-    (:func:`status_command_cost`)."""
+    (:func:`status_command_cost`); with ``new_topic``, how long it takes to copy a topic of the set created under
+    it (:attr:`~geokafka.bench.setup.TopicSet.newcomer`)."""
     work.mkdir(parents=True, exist_ok=True)
     data, lat = as_set(topic), None if lat_topic is None else as_set(lat_topic)
     file = work / f"geokafka-{mode}-{data.prefix}.yaml"
@@ -31,6 +32,8 @@ def run_geokafka(work: Path, state_dir: Path, topic: str | TopicSet, records: in
     if status_cost:
         kw["while_running"] = lambda: {"status": status_command_cost(file, flow)}
     target = f"src{separator}"
+    if new_topic:
+        kw["new_topic"] = (data.newcomer, target + data.newcomer, data.partitions)
     result = run_replicator(name, cmd, work / f"{name}-{data.prefix}.log", topic=data.prefix,
                             target_topic=data.targets(target), records=records, size=size,
                             lat_topic=None if lat is None else lat.names,

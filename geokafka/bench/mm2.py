@@ -1,7 +1,8 @@
 """MirrorMaker 2 in dedicated mode (``org.apache.kafka.connect.mirror.MirrorMaker``) from the fetched jars.
 
 Tuned like geokafka's writer where the settings exist: producer acks=all, batch.size=1000000,
-compression as geokafka's default (``WIRE_COMPRESSION``), linger.ms 5; tasks.max = the machine's cores.
+compression as geokafka's default (``WIRE_COMPRESSION``), linger.ms 5; tasks.max = the machine's cores; topics
+refreshed as often as geokafka's bench flow refreshes its selection.
 Differences that stay:
 MM2 runs twice: at-least-once, and exactly-once (KIP-618 ``exactly.once.source.support=enabled``,
 transactional like geokafka; it needs the internal REST listener). Source aliases ``mm2src`` and
@@ -16,7 +17,7 @@ from typing import Any
 
 from geokafka.artifacts import jars
 from geokafka.bench.replicator import run_replicator
-from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, TopicSet, as_set
+from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, TopicSet, as_set, topic_refresh_s
 from geokafka.infra import kafka_class_archive
 
 LOG4J = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
@@ -48,7 +49,7 @@ def mm2_properties(patterns: list[str], tasks: int, exactly_once: bool = False) 
         "emit.heartbeats.enabled": "false",
         "emit.checkpoints.enabled": "false",
         "sync.group.offsets.enabled": "false",
-        "refresh.topics.interval.seconds": "2",
+        "refresh.topics.interval.seconds": str(topic_refresh_s()),  # geokafka's, for the new-topic figure
         "dedicated.mode.enable.internal.rest": "false",
         "plugin.discovery": "service_load",
         "offset.flush.interval.ms": "5000",
@@ -75,9 +76,10 @@ def mm2_properties(patterns: list[str], tasks: int, exactly_once: bool = False) 
 
 
 def run_mm2(work: Path, topic: str | TopicSet, records: int, size: int, lat_topic: str | TopicSet | None,
-            exactly_once: bool = False, **kw: Any) -> dict[str, Any]:
+            exactly_once: bool = False, new_topic: bool = False, **kw: Any) -> dict[str, Any]:
     """Replicate ``topic`` (and ``lat_topic``; each a topic or a set of them) with MM2 until the target holds
-    ``records``."""
+    ``records``; with ``new_topic``, how long it takes to copy a topic of the set created under it
+    (:attr:`~geokafka.bench.setup.TopicSet.newcomer`)."""
     tasks = os.cpu_count() or 2
     work.mkdir(parents=True, exist_ok=True)
     name = "mm2-eos" if exactly_once else "mm2"
@@ -91,6 +93,8 @@ def run_mm2(work: Path, topic: str | TopicSet, records: int, size: int, lat_topi
            f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={work}",
            "-cp", jars.kafka_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(config),
            "--clusters", "dst"]
+    if new_topic:
+        kw["new_topic"] = (data.newcomer, f"{alias}.{data.newcomer}", data.partitions)
     result = run_replicator(name, cmd, work / f"{name}-{data.prefix}.log", topic=data.prefix,
                             target_topic=data.targets(f"{alias}."), records=records, size=size,
                             lat_topic=None if lat is None else lat.names,

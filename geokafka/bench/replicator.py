@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from geokafka.bench.new_topic import new_topic_pickup
 from geokafka.bench.procstat import TreeSampler
 from geokafka.bench.setup import DST, SRC
 from geokafka.bench.watch import FirstWritten, TargetCounter, latency_probe
@@ -23,10 +24,13 @@ def run_replicator(
     timeout_s: float = 600, env: dict[str, str] | None = None,
     broker_pid: int | None = None, idle_s: float = 0.0, log_sizes: Callable[[], dict[str, int]] | None = None,
     while_running: Callable[[], dict[str, Any]] | None = None,
+    new_topic: tuple[str, str, int] | None = None,
 ) -> dict[str, Any]:
     """Start ``cmd``; measure until ``target_topic`` (or every topic of a list) holds ``records``;
     then the latency probe (over every topic of ``lat_topic``, each read on ``lat_target``); then
     ``while_running`` (what else is measured beside the running replicator, kept under that key); then, with
+    ``new_topic`` (source topic, its replica's name, partitions), how long the replicator takes to copy a topic
+    created under it (:func:`~geokafka.bench.new_topic.new_topic_pickup`); then, with
     ``idle_s``, its cost while nothing is written (its CPU, the target broker's ``broker_pid`` CPU, and the growth
     of the target's internal topics as ``log_sizes`` reads them, per hour); stop it."""
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -122,6 +126,8 @@ def run_replicator(
             result["peak_rss_mb"] = round(sampler.peak_rss / 1e6, 1)
         if while_running is not None:
             result["while_running"] = while_running()
+        if new_topic is not None:
+            result["new_topic"] = new_topic_pickup(*new_topic)
         if idle_s > 0:
             result["idle"] = _idle_cost(sampler, broker, log_sizes, idle_s)
         result.update({"peak_threads": sampler.peak_threads, "peak_sockets": sampler.peak_sockets})

@@ -54,7 +54,8 @@ Shape = tuple[int, int]
 def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: tuple[Shape, ...], records: int,
                 size: int, rate: float, latency_s: float, idle_s: float, say: Say,
                 mm2_at: int | None) -> list[dict[str, Any]]:
-    """One row per shape for geokafka, and one for MirrorMaker 2 at the shape of ``mm2_at`` partitions."""
+    """One row per shape for geokafka, and one for MirrorMaker 2 at the shape of ``mm2_at`` partitions, where both
+    also copy a topic created under them when the shape is many topics (:mod:`geokafka.bench.new_topic`)."""
     rows: list[dict[str, Any]] = []
     largest = max(t * p for t, p in shapes)
     for topics, per_topic in shapes:
@@ -70,7 +71,9 @@ def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: t
                 + (f", then {idle:.0f} s idle)" if idle else ")"))
             kwargs: dict[str, Any] = {"lat_rate": rate, "lat_s": latency_s, "lat_warmup_s": 5.0,
                                       "timeout_s": 600 + records / 200, "broker_pid": broker_pid(target),
-                                      "idle_s": idle, "log_sizes": internal_topic_bytes(target)}
+                                      "idle_s": idle, "log_sizes": internal_topic_bytes(target),
+                                      # beside MirrorMaker 2 (same refresh): a topic of the set created under it
+                                      "new_topic": count == mm2_at and topics > 1}
             load_before = os.getloadavg()[0]
             try:
                 if name == "geokafka":
@@ -102,4 +105,5 @@ def scaling_row(name: str, topics: int, partitions: int, result: dict[str, Any])
         "idle_cpu_percent": idle.get("cpu_percent"), "idle_target_broker_cpu_percent": idle.get("target_broker_cpu_percent"),
         "idle_growth_mb_per_hour": idle.get("growth_mb_per_hour"), "load_avg_1m": result.get("load_avg_1m"),
         "status": (result.get("while_running") or {}).get("status"),
+        "new_topic_s": (result.get("new_topic") or {}).get("picked_up_s"),
     }

@@ -12,6 +12,7 @@ from typing import Any
 
 from geokafka import contract
 from geokafka.control.admin import silent_logger
+from geokafka.pipeline.flow_jobs import selection_refresh_s
 from geokafka.topology import Topology, parse_topology
 
 SRC_PORT, DST_PORT = 24092, 25092
@@ -65,8 +66,17 @@ class TopicSet:
 
     @property
     def pattern(self) -> str:
-        """A regular expression matching exactly these topics' names (a flow's topic selection, MM2's topics)."""
+        """A regular expression matching these topics' names and no other name but a later one of theirs
+        (:attr:`newcomer`): a flow's topic selection, MM2's topics."""
         return re.escape(self.prefix) + ("" if self.topics == 1 else r"\.[0-9][0-9][0-9]")
+
+    @property
+    def newcomer(self) -> str:
+        """A topic :attr:`pattern` matches that is not one of the set's: what a replicator over the set picks up once it
+        is created (a set of many topics only)."""
+        if not 1 < self.topics < 999:
+            raise ValueError(f"topic set {self.prefix}: a newcomer needs a set of 2 to 998 topics, not {self.topics}")
+        return f"{self.prefix}.999"
 
     def targets(self, prefix: str) -> list[str]:
         """Every replica's name on the target under ``prefix``."""
@@ -99,6 +109,14 @@ def bench_flow(mode: str) -> tuple[str, str]:
 def bench_topology(state_dir: Path, topics: list[str] | None = None) -> Topology:
     """The parsed bench topology."""
     return parse_topology(bench_topology_text(state_dir, topics), "<bench topology>")
+
+
+def topic_refresh_s() -> int:
+    """How often geokafka's bench flow looks for new topics (its defaults, whole seconds): MirrorMaker 2's
+    ``refresh.topics.interval.seconds`` in the bench, so a new topic is picked up by both on the same period."""
+    topology = bench_topology(Path("."))
+    refresh, _ = selection_refresh_s(topology, next(iter(topology.flows.values())))
+    return max(1, round(refresh))
 
 
 def _admin(bootstrap: str):  # type: ignore[no-untyped-def]

@@ -63,7 +63,7 @@ def render(report: dict[str, Any]) -> list[Table]:
     scaling = Table("contender", "partitions", "records/s", "first record s", "backlog s", "p50 ms", "p99 ms",
                     "CPU busy % (latency)", "CPU s/GB",
                     "threads", "sockets", "peak RSS MB", "broker CPU s", "idle CPU %", "idle broker CPU %",
-                    "idle growth MB/h", "status CPU s", "load",
+                    "idle growth MB/h", "status CPU s", "new topic s", "load",
                     title="scaling (the same backlog over more partitions and topics, then steady traffic)")
     for row in report.get("scaling", []):
         if not row.get("ran"):
@@ -78,7 +78,7 @@ def render(report: dict[str, Any]) -> list[Table]:
                         _n(row["target_broker_cpu_s"], ".1f"), _n(row["idle_cpu_percent"], ".1f"),
                         _n(row["idle_target_broker_cpu_percent"], ".1f"),
                         ", ".join(f"{k.strip('_')} {v:.1f}" for k, v in growth.items()) or "-",
-                        _n((row.get("status") or {}).get("cpu_s"), ".2f"),
+                        _n((row.get("status") or {}).get("cpu_s"), ".2f"), _n(row.get("new_topic_s"), ".1f"),
                         "-".join(str(x) for x in row.get("load_avg_1m") or []))
     goals = Table("target", "measured", "goal", "met", title="targets")
     for t in report.get("targets", []):
@@ -121,7 +121,8 @@ def bench(ctx: CliContext, quick: bool, datasets: tuple[str, ...], keep: bool, o
       core), exactly-once; and, in the full run, the same in micro-batch mode.
     Then the scaling section: the same backlog over 12 to 5,000 partitions (from 1,200 on, topics
     of 10 partitions: 120, 200 and 500 of them), steady traffic over every partition, then idle
-    (MirrorMaker 2 beside geokafka at 2,000), and offset translation.
+    (MirrorMaker 2 beside geokafka at 2,000, where both also copy a topic created under them,
+    MirrorMaker 2 refreshing its topics as often as geokafka), and offset translation.
     Throughput counts from the first record written on the target to the last one visible
     (process start excluded); latency is produce -> visible to read_committed under a steady load.
     """

@@ -31,7 +31,7 @@ from geokafka.pipeline.jvm_look import TopicIdLook
 from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.scheduler import Job, Scheduler
 from geokafka.pipeline.slots import Mode
-from geokafka.topology.schema import Topology
+from geokafka.topology.schema import Flow, Topology
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,16 @@ second old (the look itself takes a few milliseconds), and the failover's RPO in
 def seconds(interval_s: float) -> str:
     """An interval as the jobs' messages say it: ``250 ms``, ``5 s``, ``2.5 s``."""
     return f"{interval_s * 1000:g} ms" if interval_s < 1 else f"{interval_s:g} s"
+
+
+def selection_refresh_s(topology: Topology, flow: Flow) -> tuple[float, str]:
+    """How often ``flow``'s selection job looks for topics and partitions added, and the setting that says so:
+    ``pipeline.topic_refresh_s``, or the flow's ``sync_interval_s`` where it is shorter and the flow syncs
+    partition counts (they then follow every sync)."""
+    refresh, sync_s = topology.pipeline.topic_refresh_s, flow.sync_interval_s
+    if "partitions" in flow.sync and sync_s < refresh:
+        return sync_s, f"sync_interval_s, as the flow syncs partitions; topic_refresh_s is {refresh:g} s"
+    return refresh, "pipeline.topic_refresh_s"
 
 
 class FlowView(Protocol):
@@ -171,10 +181,8 @@ class FlowJobs:
 
     def schedule(self, scheduler: Scheduler) -> None:
         """Put every job on ``scheduler``."""
-        refresh, sync_s = self.topology.pipeline.topic_refresh_s, self.flow.sync_interval_s
-        refresh_from = "pipeline.topic_refresh_s"
-        if "partitions" in self.flow.sync and sync_s < refresh:  # partition counts follow every sync_interval_s
-            refresh, refresh_from = sync_s, f"sync_interval_s, as the flow syncs partitions; topic_refresh_s is {refresh:g} s"
+        sync_s = self.flow.sync_interval_s
+        refresh, refresh_from = selection_refresh_s(self.topology, self.flow)
         observe_s = self.topology.rpo.observe_ms / 1000
         scheduler.add("heartbeat", HEARTBEAT_S, self.heartbeat, timeout_s=HEARTBEAT_S)
         self._observe_job = scheduler.add("observe", observe_s, self.observe, timeout_s=max(2.0, 4 * observe_s),

@@ -3,7 +3,7 @@
 The 100 B run is the same code with another record size and cost the suite ~40% of the bench's
 time (more contender starts); the test runs the 1 KiB one, which adds the latency probes, and the
 scaling section (geokafka at 6 partitions and at 6 topics x 10, MirrorMaker 2 at 6 x 10, with their
-idle cost).
+idle cost and a topic created under each).
 """
 
 from __future__ import annotations
@@ -73,6 +73,9 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
     idle = [row for row in report["scaling"] if row["partitions"] == 60]
     assert all(row["idle_cpu_percent"] >= 0 and row["idle_target_broker_cpu_percent"] >= 0 for row in idle)
     assert all("__geokafka_state" in row["idle_growth_mb_per_hour"] for row in idle)
+    # beside MirrorMaker 2, both copied a topic of the set created under them (each refreshing every 10 s)
+    assert all(row["new_topic_s"] is not None and 0 < row["new_topic_s"] < 180 for row in idle)
+    assert [row["new_topic_s"] for row in report["scaling"] if row["partitions"] == 6] == [None]
     assert report["translation"]["translations"] == 12_000
     reads = report["state_reads"]
     assert reads.get("ran", True), reads.get("reason")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from geokafka.bench.mm2 import mm2_properties
-from geokafka.bench.setup import TopicSet, as_set, bench_topology_text
+from geokafka.bench.setup import TopicSet, as_set, bench_topology_text, topic_refresh_s
 from geokafka.control.selection import select_topics
 from geokafka.topology import parse_topology
 
@@ -19,6 +21,7 @@ def test_a_set_names_its_topics_and_its_patterns_match_exactly_them() -> None:
     for other in ("bench.scale.200x10", "bench.scale.200x10.0001", "bench.scale.200x100.000", "benchXscale.200x10.000"):
         assert not re.fullmatch(many.pattern, other), other
     assert many.targets("mm2src.")[1] == "mm2src.bench.scale.200x10.001"
+    assert re.fullmatch(many.pattern, many.newcomer) and many.newcomer not in many.names
     one = as_set("bench.1k", 12)
     assert (one.names, one.total_partitions, one.targets("src.")) == (["bench.1k"], 12, ["src.bench.1k"])
 
@@ -112,3 +115,19 @@ def test_a_metadata_request_that_times_out_is_looked_at_again_not_raised() -> No
     assert consumer.assigned == []
     follow.assign_new()
     assert [(t, p) for t, p, _ in consumer.assigned] == [("src.bench.1k", 0)]
+
+
+def test_a_newcomer_needs_a_set_of_many_topics() -> None:
+    with pytest.raises(ValueError, match="bench.1k"):
+        _ = as_set("bench.1k", 12).newcomer
+
+
+def test_mm2_refreshes_its_topics_as_often_as_the_bench_flow_looks_for_new_ones() -> None:
+    text = bench_topology_text(Path("/tmp/state"), ["bench.1k"])
+    topology = parse_topology(text, "<bench>")
+    flow = next(iter(topology.flows.values()))
+    # the bench flow syncs partitions, so its selection follows every sync_interval_s (shorter than topic_refresh_s)
+    assert "partitions" in flow.sync and flow.sync_interval_s < topology.pipeline.topic_refresh_s
+    assert topic_refresh_s() == round(flow.sync_interval_s)
+    lines = mm2_properties([re.escape("bench.1k")], 2).splitlines()
+    assert f"refresh.topics.interval.seconds = {topic_refresh_s()}" in lines
