@@ -186,11 +186,10 @@ def ratios(run: dict[str, Any]) -> dict[str, float | None]:
 
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The data path's targets, each with its measured value and whether it was met (None: not measured)."""
-    run = report["runs"].get("1k", {})
-    ratio = run.get("ratios", {})
+    runs = report["runs"]
 
-    def field(name: str, *keys: str) -> float | None:
-        value: Any = run.get(name) or {}
+    def field(label: str, name: str, *keys: str) -> float | None:
+        value: Any = runs.get(label, {}).get(name) or {}
         if not value.get("ran"):
             return None
         for key in keys:
@@ -203,10 +202,23 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     def at_most(value: float | None, limit: float | None) -> bool | None:
         return None if value is None or limit is None else value <= limit
 
-    g_p50, g_p99, e_p50 = field("geokafka", "latency", "p50_ms"), field("geokafka", "latency", "p99_ms"), \
-        field("mm2-eos", "latency", "p50_ms")
-    g_cpu, e_cpu = field("geokafka", "cpu_s_per_gb"), field("mm2-eos", "cpu_s_per_gb")
-    ge, gm = ratio.get("geokafka_over_mm2_eos"), ratio.get("geokafka_over_mm2")
+    def at_least(value: float | None, limit: float) -> bool | None:
+        return None if value is None else value >= limit
+
+    def over(a: float | None, b: float | None) -> float | None:
+        return round(a / b, 3) if a is not None and b else None
+
+    def times(factor: float, value: float | None) -> float | None:
+        return None if value is None else round(factor * value, 3)
+
+    ratio = runs.get("1k", {}).get("ratios", {})
+    g_p50, g_p99, m_p50 = (field("1k", "geokafka", "latency", "p50_ms"), field("1k", "geokafka", "latency", "p99_ms"),
+                           field("1k", "mm2", "latency", "p50_ms"))
+    g_cpu, e_cpu = field("1k", "geokafka", "cpu_s_per_gb"), field("1k", "mm2-eos", "cpu_s_per_gb")
+    ge, gm, gl = ratio.get("geokafka_over_mm2_eos"), ratio.get("geokafka_over_mm2"), ratio.get("geokafka_over_limit")
+    gl_cpu = over(g_cpu, field("1k", "limit", "cpu_s_per_gb"))
+    small_gl = runs.get("100b", {}).get("ratios", {}).get("geokafka_over_limit")
+    small_gl_cpu = over(field("100b", "geokafka", "cpu_s_per_gb"), field("100b", "limit", "cpu_s_per_gb"))
     scaling = report.get("scaling", [])
     rows = {(r["contender"], r["partitions"]): r for r in scaling if r.get("ran")}
     counts = sorted({r["partitions"] for r in scaling})
@@ -220,8 +232,14 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     def big_value(key: str) -> Any:
         return None if big is None else big.get(key)
 
-    idle, mm2_idle = big_value("idle_cpu_percent"), None if mm2_big is None else mm2_big.get("idle_cpu_percent")
-    done, mm2_done = big_value("backlog_done_s"), None if mm2_big is None else mm2_big.get("backlog_done_s")
+    def mm2_value(key: str) -> Any:
+        return None if mm2_big is None else mm2_big.get(key)
+
+    first, mm2_first = big_value("first_record_s"), mm2_value("first_record_s")
+    done, mm2_done = big_value("backlog_done_s"), mm2_value("backlog_done_s")
+    p99, mm2_p99 = big_value("p99_ms"), mm2_value("p99_ms")
+    new, mm2_new = big_value("new_topic_s"), mm2_value("new_topic_s")
+    idle, mm2_idle = big_value("idle_cpu_percent"), mm2_value("idle_cpu_percent")
     scale = None if small is None or second is None or not small.get("records_per_s") else \
         round(second["records_per_s"] / small["records_per_s"], 3)
     tr = report.get("translation", {})
@@ -229,28 +247,33 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     beat, status = reads.get("heartbeat_cpu_ms"), reads.get("status_read_cpu_ms")
     big_state = f"{reads.get('progress_records', 0):,} progress records, {reads.get('checkpoints', 0):,} checkpoints"
     return [
-        check("throughput geokafka/MM2 exactly-once (1 KiB)", ge, ">= 1.2", None if ge is None else ge >= 1.2),
-        check("throughput geokafka/MM2 at-least-once (1 KiB)", gm, ">= 1.0", None if gm is None else gm >= 1.0),
+        check("throughput geokafka/MM2 at-least-once (1 KiB)", gm, ">= 1.3", at_least(gm, 1.3)),
+        check("throughput geokafka/MM2 exactly-once (1 KiB)", ge, ">= 1.2", at_least(ge, 1.2)),
+        check("throughput geokafka/copy loop (1 KiB)", gl, ">= 0.8", at_least(gl, 0.8)),
+        check("CPU s/GB geokafka/copy loop (1 KiB)", gl_cpu, "<= 1.3", at_most(gl_cpu, 1.3)),
         check("CPU s/GB geokafka (1 KiB)", g_cpu, f"<= 0.9 x MM2 exactly-once's ({e_cpu})",
-              at_most(g_cpu, None if e_cpu is None else 0.9 * e_cpu)),
-        check("p50 latency geokafka (ms)", g_p50, f"<= 150 and <= MM2 exactly-once's ({e_p50})",
-              at_most(g_p50, None if e_p50 is None else min(150.0, e_p50))),
-        check("p99 latency geokafka (ms)", g_p99, "<= 500", at_most(g_p99, 500.0)),
-        check(f"first record at {most} partitions (s)", big_value("first_record_s"), "<= 30",
-              at_most(big_value("first_record_s"), 30.0)),
+              at_most(g_cpu, times(0.9, e_cpu))),
+        check("throughput geokafka/copy loop (100 B)", small_gl, ">= 0.7", at_least(small_gl, 0.7)),
+        check("CPU s/GB geokafka/copy loop (100 B)", small_gl_cpu, "<= 1.5", at_most(small_gl_cpu, 1.5)),
+        check("p50 latency geokafka (ms)", g_p50, f"<= MM2 at-least-once's ({m_p50})", at_most(g_p50, m_p50)),
+        check("p99 latency geokafka (ms)", g_p99, "<= 250", at_most(g_p99, 250.0)),
+        check(f"first record at {most} partitions (s)", first, f"<= MM2's ({mm2_first})", at_most(first, mm2_first)),
         check(f"backlog on the target at {most} partitions (s)", done, f"<= MM2's ({mm2_done})", at_most(done, mm2_done)),
-        check(f"p99 at {most} partitions (ms)", big_value("p99_ms"), "<= 1000", at_most(big_value("p99_ms"), 1000.0)),
+        check(f"p50 at {most} partitions (ms)", big_value("p50_ms"), "<= 1000", at_most(big_value("p50_ms"), 1000.0)),
+        check(f"p99 at {most} partitions (ms)", p99, f"<= MM2's ({mm2_p99})", at_most(p99, mm2_p99)),
+        check(f"a new topic copied at {most} partitions (s)", new, f"<= MM2's ({mm2_new}), same refresh",
+              at_most(new, mm2_new)),
+        check(f"idle CPU at {most} partitions (%)", idle, f"<= 2 x MM2's ({mm2_idle})", at_most(idle, times(2, mm2_idle))),
         check(f"threads at {most} partitions", big_value("threads"), "<= 200", at_most(big_value("threads"), 200)),
         check(f"sockets at {most} partitions", big_value("sockets"), "<= 200", at_most(big_value("sockets"), 200)),
         check(f"peak RSS at {most} partitions (MB)", big_value("peak_rss_mb"), "<= 1500",
               at_most(big_value("peak_rss_mb"), 1500.0)),
         check(f"`geokafka status` CPU at {most} partitions (s)", (big_value("status") or {}).get("cpu_s"), "< 2",
               at_most((big_value("status") or {}).get("cpu_s"), 1.999)),
-        check(f"idle CPU at {most} partitions (%)", idle, f"<= MM2's ({mm2_idle})", at_most(idle, mm2_idle)),
         *([check(f"p50 at {counts[-1]} partitions (ms)", largest.get("p50_ms"), "<= 2000",
                  at_most(largest.get("p50_ms"), 2000.0))] if largest is not None else []),
         check(f"throughput at {counts[-2] if len(counts) >= 2 else '?'} / {counts[0] if counts else '?'} partitions",
-              scale, ">= 0.8", None if scale is None else scale >= 0.8),
+              scale, ">= 0.8", at_least(scale, 0.8)),
         check("translation 1,000 groups x 12 partitions (s)", tr.get("translate_s"), "< 1", tr.get("met")),
         check(f"heartbeat CPU with {big_state} (ms)", beat, "< 50", None if beat is None else beat < 50),
         check(f"status read CPU with {big_state} (ms)", status, "< 50", None if status is None else status < 50),
