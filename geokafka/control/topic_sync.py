@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from confluent_kafka.admin import NewTopic
 
@@ -100,12 +101,23 @@ def ensure_target_topics(
     return [TopicPair(s, t, infos[s].partitions) for s, t in names.items()]
 
 
+class TopicConfigLook(Protocol):
+    """Where a sync reads topic configs: a :class:`ClusterAdmin`, or a cheaper look at the same cluster that
+    answers alike."""
+
+    def many_topic_configs(self, topics: Sequence[str]) -> dict[str, dict[str, str]]:
+        """topic -> the configs set on the topic itself (not inherited from the broker)."""
+
+
 def sync_topic_configs(source: ClusterAdmin, target: ClusterAdmin, pairs: Sequence[TopicPair],
-                       config_exclude: Sequence[str] = ()) -> dict[str, dict[str, str | None]]:
+                       config_exclude: Sequence[str] = (),
+                       looks: tuple[TopicConfigLook, TopicConfigLook] | None = None) -> dict[str, dict[str, str | None]]:
     """Bring each target topic's configs in line with its source's; return what changed, by target topic.
-    One DescribeConfigs request per side for all of them, an alter only where something differs."""
-    wanted = source.many_topic_configs([p.source for p in pairs])
-    current = target.many_topic_configs([p.target for p in pairs])
+    One DescribeConfigs request per side for all of them (through ``looks``, the source's and the target's, when
+    given), an alter only where something differs."""
+    source_look, target_look = looks or (source, target)
+    wanted = source_look.many_topic_configs([p.source for p in pairs])
+    current = target_look.many_topic_configs([p.target for p in pairs])
     changed: dict[str, dict[str, str | None]] = {}
     for pair in pairs:
         changes = config_changes(wanted[pair.source], current[pair.target], config_exclude)

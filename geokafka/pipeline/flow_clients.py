@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.connection import connection
@@ -15,6 +15,9 @@ class Closeable(Protocol):
     """What the flow's resources can close."""
 
     def close(self) -> Any: ...
+
+
+C = TypeVar("C", bound=Closeable)
 
 
 @dataclass
@@ -43,7 +46,7 @@ class FlowClients:
         return cls(ClusterAdmin(source), ClusterAdmin(source, timeout_s=2.0), ClusterAdmin(target),
                    ClusterAdmin(target, timeout_s=2.0))
 
-    def register(self, resource: Closeable) -> Closeable:
+    def register(self, resource: C) -> C:
         """Close ``resource`` with the flow's clients."""
         self._stack.callback(_close_quietly, resource)
         return resource

@@ -27,7 +27,7 @@ from geokafka.control.state_store import StateStore
 from geokafka.control.topic_sync import TopicPair
 from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.flow_topics import selection_changed, sync_topic_metadata, target_pairs
-from geokafka.pipeline.jvm_look import TopicIdLook
+from geokafka.pipeline.jvm_look import ClusterLook
 from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.scheduler import Job, Scheduler
 from geokafka.pipeline.slots import Mode
@@ -148,9 +148,11 @@ class FlowJobs:
         self.store = store
         self.signals = signals
         self._source_ends = SourceEndsWatch(self.name, clients.observer, store)
-        self._ids: TopicIdLook = clients.observer
-        """Where the topic-ID watch asks the source: the librdkafka observer, then the flow's look from Spark's JVM
-        once the runner hands one over (:meth:`ids_from`)."""
+        self._source_look: ClusterLook = clients.observer
+        """Where the topic-ID watch and the config sync ask the source: the librdkafka observer, then the flow's look
+        from Spark's JVM once the runner hands one over (:meth:`looks_from`)."""
+        self._target_look: ClusterLook = clients.target_admin
+        """Where the config sync asks the target: the librdkafka admin client, then the JVM's look."""
         self._observe_job: Job | None = None
         self._said_observe_cost = False
         self._held_groups: list[tuple[str, str, int, str]] = []
@@ -169,10 +171,10 @@ class FlowJobs:
         """The runner as its owner last published it."""
         return self._view()
 
-    def ids_from(self, look: TopicIdLook) -> None:
-        """Ask the source's topic IDs through ``look`` from now on (the runner's thread hands it over once; the
-        topic-ID job reads it)."""
-        self._ids = look
+    def looks_from(self, source: ClusterLook, target: ClusterLook) -> None:
+        """Ask the source's topic IDs and both sides' topic configs through these looks from now on (the runner's
+        thread hands them over once; the topic-ID and sync jobs read them)."""
+        self._source_look, self._target_look = source, target
 
     def retire(self) -> None:
         """No heartbeat after this returns (it waits for one being written): the runner's final state comes last."""
@@ -203,7 +205,7 @@ class FlowJobs:
     def _ids_cpu_s(self) -> float:
         """CPU seconds the topic-ID look spent beyond the job's own thread (the librdkafka client's background
         thread, or the JVM's answering threads)."""
-        return self._ids.background_cpu_s()
+        return self._source_look.background_cpu_s()
 
     # -- heartbeat -------------------------------------------------------------------------
 
@@ -247,7 +249,7 @@ class FlowJobs:
         if not self.view.replicating or not known:
             return
         try:
-            current = self._ids.topic_ids(sorted(known))
+            current = self._source_look.topic_ids(sorted(known))
         except errors.GeokafkaError:
             return  # the query itself reports an unreachable source
         changed = [t for t, topic_id in known.items() if t in current and current[t] != topic_id]
@@ -295,7 +297,8 @@ class FlowJobs:
 
     def _sync_metadata(self, pairs: list[TopicPair]) -> None:
         try:
-            sync_topic_metadata(self.name, self.flow, self.clients.source_admin, self.clients.target_admin, pairs)
+            sync_topic_metadata(self.name, self.flow, self.clients.source_admin, self.clients.target_admin, pairs,
+                                (self._source_look, self._target_look))
         except errors.GeokafkaError as exc:
             self._metadata_sync.failed(exc)
         else:

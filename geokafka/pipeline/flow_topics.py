@@ -9,7 +9,7 @@ from geokafka.control.acl_sync import sync_topic_acls
 from geokafka.control.admin import ClusterAdmin
 from geokafka.control.naming import ReplicationPolicy, policy_for
 from geokafka.control.selection import select_topics
-from geokafka.control.topic_sync import TopicPair, ensure_target_topics, sync_topic_configs
+from geokafka.control.topic_sync import TopicConfigLook, TopicPair, ensure_target_topics, sync_topic_configs
 from geokafka.topology.schema import Flow
 
 log = logging.getLogger(__name__)
@@ -35,11 +35,12 @@ def selection_changed(flow: Flow, source: ClusterAdmin, pairs: list[TopicPair]) 
 
 
 def sync_topic_metadata(name: str, flow: Flow, source: ClusterAdmin, target: ClusterAdmin,
-                        pairs: list[TopicPair]) -> None:
-    """Topic configs and topic ACLs, source to target, as the flow's ``sync`` says; raises on a failure."""
+                        pairs: list[TopicPair], looks: tuple[TopicConfigLook, TopicConfigLook] | None = None) -> None:
+    """Topic configs and topic ACLs, source to target, as the flow's ``sync`` says (the configs read through
+    ``looks`` when given: :func:`~geokafka.control.topic_sync.sync_topic_configs`); raises on a failure."""
     policy: ReplicationPolicy = policy_for(flow)
     if "configs" in flow.sync:
-        for topic, changed in sync_topic_configs(source, target, pairs, flow.config_exclude).items():
+        for topic, changed in sync_topic_configs(source, target, pairs, flow.config_exclude, looks).items():
             log.info("flow %s: %s configs synced: %s", name, topic, sorted(changed))
     if "acls" in flow.sync:
         created = sync_topic_acls(source, target, [p.source for p in pairs],

@@ -35,7 +35,7 @@ from geokafka.pipeline.flow_clients import FlowClients
 from geokafka.pipeline.flow_jobs import FlowJobs, FlowSignals
 from geokafka.pipeline.flow_machine import FlowMachine, ended_state, loss_outcome
 from geokafka.pipeline.flow_start import FlowStarter, Prepared
-from geokafka.pipeline.jvm_look import JvmSourceLook
+from geokafka.pipeline.jvm_look import JvmClusterLook
 from geokafka.pipeline.repeated_failure import RepeatedFailure
 from geokafka.pipeline.scheduler import Scheduler, ThreadScheduler
 from geokafka.pipeline.slots import Mode
@@ -407,18 +407,24 @@ class FlowRunner:
             self._look_from_spark()
 
     def _look_from_spark(self) -> None:
-        """The topic-ID watch asks the source from Spark's JVM from now on: over many topics the librdkafka client
-        turning its answers into Python objects cost more than the looks (:mod:`geokafka.pipeline.jvm_look`)."""
+        """The topic-ID watch and the config sync ask the clusters from Spark's JVM from now on: over many topics the
+        librdkafka client turning its answers into Python objects cost more than the looks
+        (:mod:`geokafka.pipeline.jvm_look`)."""
         if self._jobs is None:
             return
+        clients = self._clients
+        source: JvmClusterLook | None = None
         try:
-            look = JvmSourceLook(self.spark, self.source, timeout_s=self._clients.observer.timeout_s,
-                                 fallback=self._clients.observer)
-        except Exception as exc:  # noqa: BLE001 - any failure keeps the librdkafka client, which answers alike
-            log.debug("flow %s: the topic-ID look stays on the librdkafka client: %s", self.name, redact(str(exc))[:300])
+            source = JvmClusterLook(self.spark, self.source, timeout_s=clients.observer.timeout_s,
+                                    fallback=clients.observer, configs_timeout_s=clients.source_admin.timeout_s)
+            target = JvmClusterLook(self.spark, self.target, timeout_s=clients.target_admin.timeout_s,
+                                    fallback=clients.target_admin)
+        except Exception as exc:  # noqa: BLE001 - any failure keeps the librdkafka clients, which answer alike
+            if source is not None:
+                source.close()
+            log.debug("flow %s: the looks stay on the librdkafka clients: %s", self.name, redact(str(exc))[:300])
             return
-        self._clients.register(look)
-        self._jobs.ids_from(look)
+        self._jobs.looks_from(clients.register(source), clients.register(target))
 
     # -- internals -------------------------------------------------------------------------
 

@@ -102,7 +102,7 @@ class Harness:
     """A runner whose starts fail with each exception of ``starts`` in turn (None: it starts)."""
 
     def __init__(self, starts: list[BaseException | None], store: InMemoryStateStore | None = None,
-                 skip_gaps: bool = False, expected: int = 0) -> None:
+                 skip_gaps: bool = False, expected: int = 0, sync: list[str] | None = None) -> None:
         self.clock = Clock()
         self.store = store or InMemoryStateStore("west")
         self.admin = FakeAdmin()
@@ -111,8 +111,8 @@ class Harness:
         self.attempts: list[float] = []
         self.queries: list[FakeQuery] = []
         topology = TOPOLOGY
-        if skip_gaps:
-            flow = topology.flows["f"].model_copy(update={"skip_gaps": True})
+        if skip_gaps or sync is not None:
+            flow = topology.flows["f"].model_copy(update={"skip_gaps": skip_gaps, "sync": sync or []})
             topology = topology.model_copy(update={"flows": {"f": flow}})
         clients = FlowClients(self.admin, self.admin, self.admin, self.admin)  # type: ignore[arg-type]
         self.scheduler = ManualScheduler("flow f", self.clock)

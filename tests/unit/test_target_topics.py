@@ -96,3 +96,18 @@ def test_a_smaller_target_without_partition_sync_names_both_topics_and_creates_n
     with pytest.raises(PartitionMismatchError, match="target topic nyc.t0 on atl has 2 partitions, source t0 on nyc"):
         ensure_target_topics(source, target, {f"t{i}": f"nyc.t{i}" for i in range(3)}, grow=False)
     assert [kind for kind, _ in tgt.requests] == ["metadata"]
+
+
+def test_a_sync_given_looks_reads_the_configs_through_them_and_alters_through_the_target_admin() -> None:
+    source, target, src, tgt = admins(3)
+    pairs = ensure_target_topics(source, target, {f"t{i}": f"nyc.t{i}" for i in range(3)}, grow=True)
+    tgt.topics["nyc.t1"] = TopicInfo("nyc.t1", 3, 1, {"retention.ms": "5"})  # changed on the target since
+    src_look, tgt_look = InMemoryAdmin("nyc", dict(src.topics)), InMemoryAdmin("atl", dict(tgt.topics))
+    src.requests.clear()
+    tgt.requests.clear()
+    changed = sync_topic_configs(source, target, pairs, looks=(src_look, tgt_look))  # type: ignore[arg-type]
+    # nyc.t0 existed before the flow (grown, never synced); nyc.t1 was changed on the target; nyc.t2 is in line
+    wanted = {"retention.ms": "1000", "message.timestamp.type": "CreateTime"}
+    assert changed == {"nyc.t0": wanted, "nyc.t1": wanted}
+    assert [kind for kind, _ in src_look.requests] == ["configs"] and [kind for kind, _ in tgt_look.requests] == ["configs"]
+    assert src.requests == [] and tgt.requests == [("alter", ["nyc.t0"]), ("alter", ["nyc.t1"])]
