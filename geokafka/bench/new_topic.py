@@ -20,9 +20,11 @@ from geokafka.control.admin import silent_logger
 
 def new_topic_pickup(source_topic: str, target_topic: str, partitions: int, timeout_s: float = 180.0) -> dict[str, Any]:
     """Create ``source_topic`` (``partitions`` partitions) on the bench's source, write one record, and time until it
-    is visible in ``target_topic`` on the target: ``picked_up_s`` (None when it was not within ``timeout_s``)."""
+    is visible in ``target_topic`` on the target: ``picked_up_s`` (None when it was not within ``timeout_s``, or
+    when the topic or its record could not be written: ``error`` says why, and the contender's other figures stay)."""
     from confluent_kafka import Producer
 
+    out: dict[str, Any] = {"topic": source_topic, "partitions": partitions, "picked_up_s": None, "timeout_s": timeout_s}
     counter = TargetCounter(DST, [target_topic], 1).start()
     try:
         started = time.monotonic()
@@ -32,8 +34,10 @@ def new_topic_pickup(source_topic: str, target_topic: str, partitions: int, time
         if producer.flush(30):
             raise RuntimeError(f"the record to the new topic {source_topic} was not delivered")
         counter.wait(timeout_s)
-        done = counter.done_at
-        return {"topic": source_topic, "partitions": partitions,
-                "picked_up_s": None if done is None else round(done - started, 2), "timeout_s": timeout_s}
+        if counter.done_at is not None:
+            out["picked_up_s"] = round(counter.done_at - started, 2)
+    except Exception as exc:  # noqa: BLE001 - a failed write is this figure's, not the contender's whole row
+        out["error"] = f"{type(exc).__name__}: {exc}"
     finally:
         counter.stop()
+    return out
