@@ -23,23 +23,21 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from geokafka import errors
 from geokafka.control.connection import ClusterConnection
+from geokafka.control.topic_sync import TopicConfigLook
 from geokafka.pipeline.failures import classify
 
 
-class ClusterLook(Protocol):
-    """Where the topic-ID watch and the config sync ask: the librdkafka
+class ClusterLook(TopicConfigLook, Protocol):
+    """Where the topic-ID watch and the config sync (``many_topic_configs``) ask: the librdkafka
     :class:`~geokafka.control.admin.ClusterAdmin` or a :class:`JvmClusterLook`, which answer alike."""
 
     def topic_ids(self, topics: list[str]) -> dict[str, str]:
         """topic -> its topic ID; topics that do not exist are left out."""
-
-    def many_topic_configs(self, topics: Sequence[str]) -> dict[str, dict[str, str]]:
-        """topic -> the configs set on the topic itself (not inherited from the broker)."""
 
     def background_cpu_s(self) -> float:
         """CPU seconds spent answering beyond the calling thread's own."""
@@ -64,12 +62,10 @@ class JvmClusterLook:
         """topic -> its topic ID, as :meth:`ClusterAdmin.topic_ids` writes it; topics that do not exist are left out."""
         if not topics:
             return {}
-        try:
-            text = str(self._look.topicIds("\n".join(sorted(set(topics))), int(1000 * self.timeout_s)))
-        except Exception as exc:  # noqa: BLE001 - py4j's error, typed by the JVM's failure below
-            if _unanswered(exc):
-                return self.fallback.topic_ids(topics)
-            raise self._error(exc, "describing topics") from None
+        text = self._ask(lambda request: self._look.topicIds(request, int(1000 * self.timeout_s)), topics,
+                         "describing topics")
+        if text is None:
+            return self.fallback.topic_ids(topics)
         return dict(line.split("\t", 1) for line in text.splitlines() if line)
 
     def many_topic_configs(self, topics: Sequence[str]) -> dict[str, dict[str, str]]:
@@ -77,13 +73,21 @@ class JvmClusterLook:
         that does not exist fails the look."""
         if not topics:
             return {}
+        text = self._ask(lambda request: self._look.topicConfigs(request, int(1000 * self.configs_timeout_s)), topics,
+                         "describing topic configs")
+        if text is None:
+            return self.fallback.many_topic_configs(topics)
+        return config_text(text)
+
+    def _ask(self, call: Callable[[str], Any], topics: Sequence[str], what: str) -> str | None:
+        """``call``'s answer to ``topics`` (each once, one a line), or None when the JVM does not answer at all; a
+        failure the JVM threw is raised as its typed error, saying ``what``."""
         try:
-            text = str(self._look.topicConfigs("\n".join(sorted(set(topics))), int(1000 * self.configs_timeout_s)))
+            return str(call("\n".join(sorted(set(topics)))))
         except Exception as exc:  # noqa: BLE001 - py4j's error, typed by the JVM's failure below
             if _unanswered(exc):
-                return self.fallback.many_topic_configs(topics)
-            raise self._error(exc, "describing topic configs") from None
-        return config_text(text)
+                return None
+            raise self._error(exc, what) from None
 
     def background_cpu_s(self) -> float:
         """CPU seconds the JVM's threads spent answering this look's calls, and the fallback's (a job's cost beyond

@@ -14,6 +14,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
@@ -65,45 +66,24 @@ public final class ClusterLook implements AutoCloseable {
      * when the cluster does not answer within ``timeoutMs``.
      */
     public String topicIds(String topics, long timeoutMs) {
-        long started = THREADS.getCurrentThreadCpuTime();
-        try {
-            List<String> names = new ArrayList<>();
-            for (String line : topics.split("\n")) {
-                if (!line.isEmpty()) {
-                    names.add(line);
-                }
-            }
+        return counted(() -> {
+            List<String> names = lines(topics);
             if (names.isEmpty()) {
                 return "";
             }
             Map<String, KafkaFuture<TopicDescription>> futures = admin
-                    .describeTopics(names, new DescribeTopicsOptions().timeoutMs((int) Math.min(Integer.MAX_VALUE, timeoutMs)))
+                    .describeTopics(names, new DescribeTopicsOptions().timeoutMs(clientTimeout(timeoutMs)))
                     .topicNameValues();
             StringBuilder out = new StringBuilder(names.size() * 40);
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs + 1000);
+            long deadline = deadline(timeoutMs);
             for (String name : names) {
-                TopicDescription description;
-                try {
-                    description = futures.get(name).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-                } catch (ExecutionException e) {
-                    if (e.getCause() instanceof UnknownTopicOrPartitionException
-                            || e.getCause() instanceof UnknownTopicIdException) {
-                        continue;
-                    }
-                    throw KafkaErrors.of(e, "describing topic " + name);  // its innermost Kafka exception decides
-                } catch (java.util.concurrent.TimeoutException e) {
-                    throw KafkaErrors.of(new org.apache.kafka.common.errors.TimeoutException(
-                            "no answer within " + timeoutMs + " ms"), "describing topic " + name);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw KafkaErrors.of(e, "describing topic " + name);
+                TopicDescription description = await(futures.get(name), deadline, timeoutMs, "describing topic " + name, true);
+                if (description != null) {
+                    out.append(name).append('\t').append(idText(description.topicId())).append('\n');
                 }
-                out.append(name).append('\t').append(idText(description.topicId())).append('\n');
             }
             return out.toString();
-        } finally {
-            cpuNanos.addAndGet(Math.max(0, THREADS.getCurrentThreadCpuTime() - started));
-        }
+        });
     }
 
     /**
@@ -112,40 +92,79 @@ public final class ClusterLook implements AutoCloseable {
      * fails (a missing one included), or when the cluster does not answer within ``timeoutMs``.
      */
     public String topicConfigs(String topics, long timeoutMs) {
-        long started = THREADS.getCurrentThreadCpuTime();
-        try {
+        return counted(() -> {
             List<ConfigResource> resources = new ArrayList<>();
-            for (String line : topics.split("\n")) {
-                if (!line.isEmpty()) {
-                    resources.add(new ConfigResource(ConfigResource.Type.TOPIC, line));
-                }
+            for (String name : lines(topics)) {
+                resources.add(new ConfigResource(ConfigResource.Type.TOPIC, name));
             }
             if (resources.isEmpty()) {
                 return "";
             }
             Map<ConfigResource, KafkaFuture<Config>> futures = admin
-                    .describeConfigs(resources, new DescribeConfigsOptions().timeoutMs((int) Math.min(Integer.MAX_VALUE, timeoutMs)))
+                    .describeConfigs(resources, new DescribeConfigsOptions().timeoutMs(clientTimeout(timeoutMs)))
                     .values();
             Map<String, Config> configs = new LinkedHashMap<>();
-            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs + 1000);
+            long deadline = deadline(timeoutMs);
             for (ConfigResource resource : resources) {
-                String what = "describing configs of " + resource.name();
-                try {
-                    configs.put(resource.name(), futures.get(resource).get(Math.max(0, deadline - System.nanoTime()),
-                            TimeUnit.NANOSECONDS));
-                } catch (ExecutionException e) {
-                    throw KafkaErrors.of(e, what);  // its innermost Kafka exception decides
-                } catch (java.util.concurrent.TimeoutException e) {
-                    throw KafkaErrors.of(new org.apache.kafka.common.errors.TimeoutException(
-                            "no answer within " + timeoutMs + " ms"), what);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw KafkaErrors.of(e, what);
-                }
+                configs.put(resource.name(), await(futures.get(resource), deadline, timeoutMs,
+                        "describing configs of " + resource.name(), false));
             }
             return configText(configs);
+        });
+    }
+
+    /** ``look``'s answer, its calling thread's CPU added to what the looks cost. */
+    private String counted(Supplier<String> look) {
+        long started = THREADS.getCurrentThreadCpuTime();
+        try {
+            return look.get();
         } finally {
             cpuNanos.addAndGet(Math.max(0, THREADS.getCurrentThreadCpuTime() - started));
+        }
+    }
+
+    /** The non-empty lines of ``text``: the topics a call names. */
+    private static List<String> lines(String text) {
+        List<String> out = new ArrayList<>();
+        for (String line : text.split("\n")) {
+            if (!line.isEmpty()) {
+                out.add(line);
+            }
+        }
+        return out;
+    }
+
+    /** The admin client's own time-out for a call of ``timeoutMs``. */
+    private static int clientTimeout(long timeoutMs) {
+        return (int) Math.min(Integer.MAX_VALUE, timeoutMs);
+    }
+
+    /** When a call of ``timeoutMs`` stops waiting for its answers ({@code System.nanoTime}): a second after the admin
+     * client's own time-out, which answers first. */
+    private static long deadline(long timeoutMs) {
+        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs + 1000);
+    }
+
+    /**
+     * ``future``'s answer by ``deadline``; with ``missingIsNull``, null for a topic that does not exist. Any other
+     * failure, or no answer by then, is a {@link GeokafkaException} saying ``what`` (its innermost Kafka exception
+     * decides its type).
+     */
+    private static <T> T await(KafkaFuture<T> future, long deadline, long timeoutMs, String what, boolean missingIsNull) {
+        try {
+            return future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException e) {
+            if (missingIsNull && (e.getCause() instanceof UnknownTopicOrPartitionException
+                    || e.getCause() instanceof UnknownTopicIdException)) {
+                return null;
+            }
+            throw KafkaErrors.of(e, what);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw KafkaErrors.of(new org.apache.kafka.common.errors.TimeoutException(
+                    "no answer within " + timeoutMs + " ms"), what);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw KafkaErrors.of(e, what);
         }
     }
 
