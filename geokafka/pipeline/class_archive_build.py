@@ -7,9 +7,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from geokafka import contract
 from geokafka.artifacts import class_archives
 from geokafka.pipeline.class_archive import archive_path
-from geokafka.pipeline.query import sink_columns
+from geokafka.pipeline.query import hands_over, sink_columns
 from geokafka.pipeline.spark_session import driver_classpath, get_spark
 
 
@@ -43,6 +44,7 @@ def _train(out: str) -> None:
     frame = (spark.readStream.format("geokafka-source").option("kafka.bootstrap.servers", "127.0.0.1:9")
              .option("assign", '{"training": [0]}').option("startingOffsets", '{"training": {"0": 0}}')
              .option("kafka.default.api.timeout.ms", "2000").option("kafka.request.timeout.ms", "1000")
+             .option(contract.name("source_options", "hand_over"), str(hands_over(None)).lower())
              .load())
     query = frame.select(*sink_columns(None)).writeStream.format("noop").start()
     try:

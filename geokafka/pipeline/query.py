@@ -57,7 +57,14 @@ def source_options(source: ClusterConnection, assignment: Assignment, flow: Flow
         name("starting_offsets"): json.dumps(assignment.starting),
         name("max_offsets_per_trigger"): str(pipeline.max_records_per_batch),
         name("poll_timeout_ms"): "15000",  # a dead source fails the batch, not hangs it
+        name("hand_over"): str(hands_over(flow.transform)).lower(),
     }
+
+
+def hands_over(transform: Transform | None) -> bool:
+    """Whether a flow's source hands its records to the sink as the consumer read them, its rows naming chunks of
+    them (no SQL transform needs the records' columns)."""
+    return not (transform and (transform.key or transform.value or transform.filter))
 
 
 def writer_config(flow: Flow, pipeline: Pipeline) -> dict[str, str]:
@@ -109,6 +116,9 @@ def source_frame(spark: SparkSession, source: ClusterConnection, assignment: Ass
 def sink_columns(transform: Transform | None) -> list[Column]:
     """The columns the sink expects, from the source's (the class archive's training run uses them too)."""
     from pyspark.sql import functions as F
+
+    if hands_over(transform):
+        return [F.col("topic"), F.col("partition"), F.col("chunk")]
 
     # Columns, not SQL text: Spark's SQL parser, cold in a fresh JVM, took ~0.4 s of a mirror's
     # start for these seven plain columns; a flow's own transforms are SQL and parsed as such.

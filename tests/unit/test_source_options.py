@@ -7,8 +7,9 @@ import json
 from geokafka.control.connection import connection
 from geokafka.control.topic_sync import TopicPair
 from geokafka.pipeline.assignment import Assignment
-from geokafka.pipeline.query import source_options
+from geokafka.pipeline.query import hands_over, source_options
 from geokafka.topology import parse_topology
+from geokafka.topology.schema import Transform
 
 TOPOLOGY = parse_topology("""\
 clusters:
@@ -40,3 +41,11 @@ def test_the_source_clients_push_no_metrics_to_the_broker() -> None:
     # kafka-clients 3.9.1 (the one on Spark's class path) formats a trace message on every poll while metrics
     # push is on and trace logging off; nothing geokafka talks to collects the metrics
     assert options()["kafka.enable.metrics.push"] == "false"
+
+
+def test_a_flow_without_a_transform_hands_its_records_over_and_one_with_one_reads_a_row_per_record() -> None:
+    assert options()["handOver"] == "true"
+    assert hands_over(None) and hands_over(Transform())
+    for transform in (Transform(filter="true"), Transform(key="value"), Transform(value="key")):
+        assert not hands_over(transform), transform
+

@@ -36,6 +36,13 @@ public final class GeokafkaSourceProvider implements TableProvider, DataSourceRe
                     .add("key", DataTypes.StringType)
                     .add("value", DataTypes.BinaryType)));
 
+    /** The columns with option {@code handOver}: a chunk of a source partition's records, handed to the task's
+     * writer apart from the row ({@link CommitHandOff#offer}). */
+    static final StructType HANDED = new StructType()
+            .add("topic", DataTypes.StringType)
+            .add("partition", DataTypes.IntegerType)
+            .add("chunk", DataTypes.LongType);
+
     @Override
     public String shortName() {
         return "geokafka-source";
@@ -43,16 +50,22 @@ public final class GeokafkaSourceProvider implements TableProvider, DataSourceRe
 
     @Override
     public StructType inferSchema(CaseInsensitiveStringMap options) {
-        return SCHEMA;
+        return SourceOptions.handOver(options.asCaseSensitiveMap()) ? HANDED : SCHEMA;
     }
 
     @Override
     public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
-        return new SourceTable();
+        return new SourceTable(schema);
     }
 
     /** The source as Spark sees it: a table read as a micro-batch stream only. */
     static final class SourceTable implements SupportsRead {
+        private final StructType schema;
+
+        SourceTable(StructType schema) {
+            this.schema = schema;
+        }
+
         @Override
         public String name() {
             return "geokafka-source";
@@ -60,7 +73,7 @@ public final class GeokafkaSourceProvider implements TableProvider, DataSourceRe
 
         @Override
         public StructType schema() {
-            return SCHEMA;
+            return schema;
         }
 
         @Override
@@ -74,7 +87,7 @@ public final class GeokafkaSourceProvider implements TableProvider, DataSourceRe
             return () -> new Scan() {
                 @Override
                 public StructType readSchema() {
-                    return SCHEMA;
+                    return schema;
                 }
 
                 @Override

@@ -28,7 +28,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  *
  * <p>While it waits for records it lets the task's writer commit ({@link CommitHandOff}): records already
  * written become visible on time even when no more arrive. It never looks up offsets (the driver does,
- * once per batch). Rows have the columns of Spark's Kafka source with headers.
+ * once per batch). Rows have the columns of Spark's Kafka source with headers; with {@code handOver} (a flow
+ * without a transform), a row names a chunk of one partition's records, handed to the writer through the
+ * {@link CommitHandOff} as the consumer returned them.
  */
 final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     private static final long POLL_MS = 100;
@@ -43,6 +45,8 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     /** Cursors of this batch not done yet (micro-batch mode). */
     private final Map<TopicPartition, ConsumerPool.Cursor> active = new LinkedHashMap<>();
     private ConsumerRecord<byte[], byte[]> current;
+    /** Records handed over: the number of the chunk the current row names. */
+    private long currentChunk;
     private UTF8String currentTopic;
     /** The task's link to its writer, which may commit while this reader waits. */
     private final CommitHandOff handOff;
@@ -122,6 +126,9 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
 
     @Override
     public InternalRow get() {
+        if (options.handOver) {
+            return new GenericInternalRow(new Object[] {currentTopic, current.partition(), currentChunk});
+        }
         ConsumerRecord<byte[], byte[]> r = current;
         return new GenericInternalRow(new Object[] {
             r.key(), r.value(), currentTopic, r.partition(), r.offset(), r.timestamp() * 1000L, r.timestampType().id,
@@ -141,7 +148,8 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         lease = null;
     }
 
-    /** Hand out the next record that is due; ``bounded``: only below each partition's end. */
+    /** Hand out the next record that is due (handing over: the next chunk, one partition's records that are due,
+     * offered to the writer); ``bounded``: only below each partition's end. */
     private boolean handOut(boolean bounded) {
         while (!ready.isEmpty()) {
             ConsumerPool.Cursor cursor = ready.peekFirst();
@@ -156,7 +164,14 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
                 finish(cursor);
                 continue;
             }
-            cursor.at++;
+            if (options.handOver) {
+                int end = chunkEnd(cursor.records, cursor.at, bounded ? cursor.until : Long.MAX_VALUE);
+                currentChunk = handOff.offer(cursor.records, cursor.at, end);
+                record = cursor.records.get(end - 1);
+                cursor.at = end;
+            } else {
+                cursor.at++;
+            }
             cursor.next = record.offset() + 1;
             current = record;
             currentTopic = cursor.topic;
@@ -225,6 +240,15 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         return new GeokafkaException(GeokafkaException.Kind.DATA_LOSS, KafkaCodes.OFFSET_OUT_OF_RANGE,
                 false, "source offsets " + e.offsetOutOfRangePartitions() + " are no longer on the source (retention, "
                 + "delete-records or a re-created topic)", e);
+    }
+
+    /** The end of the chunk of {@code records} from {@code from} on: the first record at or past {@code until}. */
+    static int chunkEnd(java.util.List<ConsumerRecord<byte[], byte[]>> records, int from, long until) {
+        int to = from;
+        while (to < records.size() && records.get(to).offset() < until) {
+            to++;
+        }
+        return to;
     }
 
     private static GenericArrayData headers(Headers headers) {

@@ -7,6 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RecordBatchTooLargeException;
@@ -15,7 +16,6 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.record.AbstractRecords;
 import org.apache.kafka.common.record.CompressionType;
 import org.apache.kafka.common.record.RecordBatch;
-import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -102,17 +102,37 @@ final class GroupTransaction {
     }
 
     /** Handle one source row of ``p`` (rows of a partition come in offset order). */
-    void write(PartitionWrites p, long offset, byte[] key, byte[] value, long timestamp, ArrayData headers, boolean keep) {
+    void write(PartitionWrites p, long offset, byte[] key, byte[] value, long timestamp, RowHeaders headers, boolean keep) {
+        if (skipped(p, offset, keep)) {
+            return;
+        }
+        send(p, offset, key, value, timestamp, p.provenance.headers(headers, offset));
+    }
+
+    /** Handle one source record of ``p`` as its reader handed it over (records of a partition come in offset order). */
+    void write(PartitionWrites p, ConsumerRecord<byte[], byte[]> r) {
+        if (skipped(p, r.offset(), true)) {
+            return;
+        }
+        send(p, r.offset(), r.key(), r.value(), r.timestamp(), p.provenance.headers(r.headers(), r.offset()));
+    }
+
+    /** True when the record at ``offset`` is not written: committed before (a replay) or filtered out. */
+    private static boolean skipped(PartitionWrites p, long offset, boolean keep) {
         if (offset < p.committedNext) {
             p.duplicates++;
-            return;
+            return true;
         }
         p.next = offset + 1;
         if (!keep) {
             p.filtered++;
-            return;
+            return true;
         }
-        RecordHeaders out = p.provenance.headers(headers, offset);
+        return false;
+    }
+
+    /** Send one record with its target headers ``out`` (null: it started on the target, and is not sent). */
+    private void send(PartitionWrites p, long offset, byte[] key, byte[] value, long timestamp, RecordHeaders out) {
         if (out == null) {
             p.cycle++;  // it started on the target: never send it back
             return;

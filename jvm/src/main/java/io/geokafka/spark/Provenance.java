@@ -4,10 +4,10 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -38,23 +38,45 @@ final class Provenance {
         this.srcSuffix = parts[1].getBytes(StandardCharsets.UTF_8);
     }
 
-    /** The record's headers on the target, or null when it must not be sent there (a cycle). */
-    RecordHeaders headers(ArrayData userHeaders, long offset) {
+    /** The row's headers on the target, or null when it must not be sent there (a cycle). */
+    RecordHeaders headers(RowHeaders userHeaders, long offset) {
         RecordHeaders out = new RecordHeaders();
         byte[] origin = null;
-        int n = userHeaders == null ? 0 : userHeaders.numElements();
-        for (int i = 0; i < n; i++) {
-            InternalRow h = userHeaders.getStruct(i, 2);
-            UTF8String name = h.getUTF8String(0);
+        for (int i = 0; i < userHeaders.count(); i++) {
+            UTF8String name = userHeaders.name(i);
             if (SOURCE_NAME.equals(name)) {
                 continue;
             }
-            byte[] value = h.isNullAt(1) ? null : h.getBinary(1);
+            byte[] value = userHeaders.value(i);
             if (ORIGIN_NAME.equals(name)) {
                 origin = value;
             }
             out.add(new RecordHeader(name(name), value));
         }
+        return withOwn(out, origin, offset);
+    }
+
+    /** A source record's headers on the target, or null when it must not be sent there (a cycle): the user's
+     * headers are passed on as the consumer read them. */
+    RecordHeaders headers(Headers userHeaders, long offset) {
+        RecordHeaders out = new RecordHeaders();
+        byte[] origin = null;
+        for (Header h : userHeaders) {
+            String name = h.key();
+            if (SOURCE.equals(name)) {
+                continue;
+            }
+            if (ORIGIN.equals(name)) {
+                origin = h.value();
+            }
+            out.add(h);
+        }
+        return withOwn(out, origin, offset);
+    }
+
+    /** ``out`` with the origin header (unless the record carried one: ``origin``) and this hop's source header;
+     * null when the record started on the target. */
+    private RecordHeaders withOwn(RecordHeaders out, byte[] origin, long offset) {
         if (origin == null) {
             out.add(new RecordHeader(ORIGIN, sourceCluster));
         } else if (Arrays.equals(origin, targetCluster)) {
@@ -69,7 +91,7 @@ final class Provenance {
         if (known == null) {
             known = name.toString();
             if (names.size() < NAMES_KEPT) {
-                names.put(name.copy(), known);  // the row's bytes may be reused once the row is handled
+                names.put(name.copy(), known);  // the name may be a view of a row's bytes, reused once it is handled
             }
         }
         return known;

@@ -34,6 +34,9 @@ public final class SourceOptions implements Serializable {
     final long maxOffsetsPerTrigger;
     /** A group that yields nothing for this long while records are due fails its task (a dead source must not hang a batch). */
     final long pollTimeoutMs;
+    /** Rows that name chunks of records handed to the task's writer ({@link CommitHandOff#offer},
+     * {@link GeokafkaSourceProvider#HANDED}) instead of a row per record. */
+    final boolean handOver;
 
     private SourceOptions(Map<String, String> options) {
         String prefix = Contract.text("source_options", "client_prefix");
@@ -53,10 +56,16 @@ public final class SourceOptions implements Serializable {
                 new TypeReference<TreeMap<String, Map<Integer, Long>>>() {});
         maxOffsetsPerTrigger = in.getLong(Contract.text("source_options", "max_offsets_per_trigger"), 0);
         pollTimeoutMs = in.getLong(Contract.text("source_options", "poll_timeout_ms"), 120_000);
+        handOver = handOver(options);
         List<Map<String, List<Integer>>> given = in.json(Contract.text("source_options", "groups"), "[]",
                 new TypeReference<List<Map<String, List<Integer>>>>() {});
         groups = given.isEmpty() ? List.of(allOf(assign)) : given.stream().map(SourceOptions::allOf).toList();
         checkGroups();
+    }
+
+    /** Whether {@code options} ask for records handed over (the schema depends on it, before the rest is parsed). */
+    static boolean handOver(Map<String, String> options) {
+        return new OptionReader("geokafka source", options).getBool(Contract.text("source_options", "hand_over"), false);
     }
 
     /** Parse the options map Spark hands to the source. */

@@ -31,6 +31,10 @@ final class TaskWriter implements DataWriter<InternalRow> {
     private final int ts;
     private final int headers;
     private final int keep;
+    /** The column naming a chunk of records handed over by the task's reader ({@link CommitHandOff#take}; -1: a
+     * row per record). */
+    private final int chunk;
+    private final RowHeaders rowHeaders = new RowHeaders();
     private final long commitIntervalNanos;
     /** The interval in force: {@link #commitIntervalNanos}, stretched while commits are slow. */
     private long intervalNanos;
@@ -68,14 +72,16 @@ final class TaskWriter implements DataWriter<InternalRow> {
         this.retry = !firstAttempt;
         this.failAfterCommits = InjectedFaults.conf(InjectedFaults.FAIL_AFTER_COMMITS);
         this.failStallMs = failAfterCommits > 0 ? InjectedFaults.conf(InjectedFaults.STALL_MS) : 0;
-        key = schema.fieldIndex("key");
-        value = schema.fieldIndex("value");
         topic = schema.fieldIndex("topic");
         partition = schema.fieldIndex("partition");
-        offset = schema.fieldIndex("offset");
-        ts = schema.fieldIndex("ts");
-        headers = schema.fieldIndex("headers");
-        keep = java.util.Arrays.asList(schema.fieldNames()).contains("keep") ? schema.fieldIndex("keep") : -1;
+        chunk = field(schema, "chunk");
+        boolean perRecord = chunk < 0;
+        key = perRecord ? schema.fieldIndex("key") : -1;
+        value = perRecord ? schema.fieldIndex("value") : -1;
+        offset = perRecord ? schema.fieldIndex("offset") : -1;
+        ts = perRecord ? schema.fieldIndex("ts") : -1;
+        headers = perRecord ? schema.fieldIndex("headers") : -1;
+        keep = field(schema, "keep");
         commitIntervalNanos = options.commitIntervalMs * 1_000_000L;
         intervalNanos = commitIntervalNanos;
         caughtUpNanos = Math.min(commitIntervalNanos, options.caughtUpCommitMs * 1_000_000L);
@@ -100,16 +106,27 @@ final class TaskWriter implements DataWriter<InternalRow> {
             currentTopic = t.clone();
             currentPartition = p;
         }
-        boolean kept = keep < 0 || row.isNullAt(keep) || row.getBoolean(keep);
-        currentGroup.write(current, row.getLong(offset), row.isNullAt(key) ? null : row.getBinary(key),
-                row.isNullAt(value) ? null : row.getBinary(value), row.isNullAt(ts) ? -1 : row.getLong(ts),
-                row.isNullAt(headers) ? null : row.getArray(headers), kept);
+        if (chunk >= 0) {
+            CommitHandOff.Chunk records = handOff.take(row.getLong(chunk));
+            for (int i = records.from(); i < records.to(); i++) {
+                currentGroup.write(current, records.records().get(i));
+            }
+        } else {
+            boolean kept = keep < 0 || row.isNullAt(keep) || row.getBoolean(keep);
+            currentGroup.write(current, row.getLong(offset), row.isNullAt(key) ? null : row.getBinary(key),
+                    row.isNullAt(value) ? null : row.getBinary(value), row.isNullAt(ts) ? -1 : row.getLong(ts),
+                    rowHeaders.of(row.isNullAt(headers) ? null : row.getArray(headers)), kept);
+        }
         long now = System.nanoTime();
         if (pendingSince < 0) {
             pendingSince = now;  // the interval counts from the oldest uncommitted row, not the task's start
         } else if (now - pendingSince >= intervalNanos) {
             commitAll();
         }
+    }
+
+    private static int field(StructType schema, String name) {
+        return java.util.Arrays.asList(schema.fieldNames()).contains(name) ? schema.fieldIndex(name) : -1;
     }
 
     /** Called by the reader when it has caught up (nothing more to hand out now) and waits: commit if due,

@@ -76,7 +76,7 @@ class ContractTest {
 
     @Test
     void provenanceHeadersAreTheContractsNames() {
-        RecordHeaders headers = new Provenance("nyc", "atl", "orders", 3).headers(null, 99);
+        RecordHeaders headers = new Provenance("nyc", "atl", "orders", 3).headers(new RowHeaders().of(null), 99);
         assertNotNull(headers);
         Map<String, String> got = new HashMap<>();
         for (Header h : headers) {

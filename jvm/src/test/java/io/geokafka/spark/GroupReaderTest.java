@@ -47,4 +47,16 @@ class GroupReaderTest {
         reader.close();  // the task failed or was interrupted: where the consumer is is not worth keeping
         assertEquals(before, ConsumerPool.idle());
     }
+
+    @Test
+    void aChunkHandedOverEndsBeforeTheFirstRecordAtOrPastTheBatchsEnd() {
+        java.util.List<org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]>> polled = new java.util.ArrayList<>();
+        for (long offset : new long[] {5, 6, 8, 9}) {  // 7: a transaction marker
+            polled.add(new org.apache.kafka.clients.consumer.ConsumerRecord<>("orders", 0, offset, null, new byte[] {1}));
+        }
+        assertEquals(2, GroupReader.chunkEnd(polled, 0, 8));
+        assertEquals(3, GroupReader.chunkEnd(polled, 2, 9));
+        assertEquals(4, GroupReader.chunkEnd(polled, 1, Long.MAX_VALUE));
+        assertEquals(2, GroupReader.chunkEnd(polled, 2, 8), "nothing due: an empty chunk, never handed out");
+    }
 }

@@ -1,16 +1,22 @@
 package io.geokafka.spark;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.record.TimestampType;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.util.GenericArrayData;
 import org.apache.spark.unsafe.types.UTF8String;
@@ -18,13 +24,13 @@ import org.junit.jupiter.api.Test;
 
 /** The sink's per-record and per-commit decisions that need no broker. */
 class SinkLogicTest {
-    static GenericArrayData headers(String... keyValues) {
+    static RowHeaders headers(String... keyValues) {
         Object[] rows = new Object[keyValues.length / 2];
         for (int i = 0; i < rows.length; i++) {
             rows[i] = new GenericInternalRow(new Object[] {UTF8String.fromString(keyValues[2 * i]),
                 keyValues[2 * i + 1].getBytes(StandardCharsets.UTF_8)});
         }
-        return new GenericArrayData(rows);
+        return new RowHeaders().of(new GenericArrayData(rows));
     }
 
     static String value(RecordHeaders headers, String key) {
@@ -144,5 +150,53 @@ class SinkLogicTest {
         assertEquals(before, CommitHandOff.live());
         assertNotSame(reader, CommitHandOff.of(9_001, completion::add));  // a later task of that id is another's
         completion.get(completion.size() - 1).run();
+    }
+
+    private static ConsumerRecord<byte[], byte[]> record(long offset, String... headers) {
+        RecordHeaders hs = new RecordHeaders();
+        for (int i = 0; i < headers.length; i += 2) {
+            hs.add(new RecordHeader(headers[i], headers[i + 1].getBytes(StandardCharsets.UTF_8)));
+        }
+        return new ConsumerRecord<>("nyc.orders", 2, offset, 1L, TimestampType.CREATE_TIME, 0, 1, null, new byte[] {1},
+                hs, Optional.empty());
+    }
+
+    @Test
+    void recordsHandedOverGoToTheWriterInOrderByTheNumberTheirRowCarries() {
+        CommitHandOff handOff = new CommitHandOff();
+        List<ConsumerRecord<byte[], byte[]>> polled = List.of(record(5), record(6), record(7));
+        long first = handOff.offer(polled, 0, 2);
+        long second = handOff.offer(polled, 2, 3);
+        CommitHandOff.Chunk chunk = handOff.take(first);
+        assertSame(polled, chunk.records());
+        assertEquals(List.of(0, 2), List.of(chunk.from(), chunk.to()));
+        assertEquals(2, handOff.take(second).from());
+        GeokafkaException lost = assertThrows(GeokafkaException.class, () -> handOff.take(second + 1));
+        assertFalse(lost.retriable(), "rows and records parted: a retry would part them again");
+    }
+
+    @Test
+    void chunksNobodyTakesAreNotKeptForeverAndAWriterAskingForOneOfThemFails() {
+        CommitHandOff handOff = new CommitHandOff();
+        List<ConsumerRecord<byte[], byte[]>> polled = List.of(record(5));
+        long first = handOff.offer(polled, 0, 1);
+        for (int i = 0; i < CommitHandOff.CHUNKS_KEPT; i++) {
+            handOff.offer(polled, 0, 1);
+        }
+        assertThrows(GeokafkaException.class, () -> handOff.take(first));
+    }
+
+    @Test
+    void aHandedOverRecordKeepsItsUsersHeadersGetsTheOriginAndANewSourceAndNeverGoesBack() {
+        Provenance provenance = new Provenance("atl", "dal", "nyc.orders", 2);
+        ConsumerRecord<byte[], byte[]> r = record(17, "user", "u1", "gk.origin", "nyc", "gk.src", "nyc/orders/2/5");
+        RecordHeaders out = provenance.headers(r.headers(), r.offset());
+        assertNotNull(out);
+        assertSame(r.headers().lastHeader("user"), out.lastHeader("user"), "the user's header as the consumer read it");
+        assertEquals("nyc", value(out, "gk.origin"));
+        assertEquals("atl/nyc.orders/2/17", value(out, "gk.src"));
+        assertEquals(3, out.toArray().length);
+        assertEquals("atl", value(provenance.headers(record(3, "user", "u2").headers(), 3), "gk.origin"));
+        assertNull(new Provenance("atl", "nyc", "nyc.orders", 0).headers(record(17, "gk.origin", "nyc").headers(), 17));
     }
 }
