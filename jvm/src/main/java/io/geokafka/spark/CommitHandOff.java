@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
@@ -23,13 +24,7 @@ final class CommitHandOff {
      * geokafka's); the oldest go, and a writer that then asks for one of them fails. */
     static final int CHUNKS_KEPT = 64;
 
-    /** What the writer does while the reader waits: commit if due; returns ms until it is due again. */
-    interface Waiting {
-        /** ``caughtUp``: the reader read all there was on the source (no backlog). */
-        long commitIfDue(boolean caughtUp);
-    }
-
-    private volatile Waiting writer;
+    private volatile LongSupplier writer;
     private final ConcurrentLinkedQueue<Chunk> chunks = new ConcurrentLinkedQueue<>();
     /** The number of the last chunk offered (the reader's). */
     private long offered;
@@ -64,8 +59,8 @@ final class CommitHandOff {
         return BY_TASK.size();
     }
 
-    /** The writer: called while the reader waits. */
-    void attach(Waiting commitIfDue) {
+    /** The writer: called while the reader waits; returns ms until it is due again. */
+    void attach(LongSupplier commitIfDue) {
         writer = commitIfDue;
     }
 
@@ -95,10 +90,9 @@ final class CommitHandOff {
         return chunk;
     }
 
-    /** Let the writer commit if due ({@code caughtUp}: the reader read all there was); how long to wait for records
-     * at most (at most {@code maxWaitMs}, at least 1). */
-    long idle(long maxWaitMs, boolean caughtUp) {
-        Waiting current = writer;
-        return current == null ? maxWaitMs : Math.max(1, Math.min(maxWaitMs, current.commitIfDue(caughtUp)));
+    /** Let the writer commit if due; how long to wait for records at most (at most {@code maxWaitMs}, at least 1). */
+    long idle(long maxWaitMs) {
+        LongSupplier current = writer;
+        return current == null ? maxWaitMs : Math.max(1, Math.min(maxWaitMs, current.getAsLong()));
     }
 }

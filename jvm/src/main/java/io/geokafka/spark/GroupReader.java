@@ -45,8 +45,6 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     /** Cursors of this batch not done yet (micro-batch mode). */
     private final Map<TopicPartition, ConsumerPool.Cursor> active = new LinkedHashMap<>();
     private ConsumerRecord<byte[], byte[]> current;
-    /** The partitions the last poll that returned records returned records of. */
-    private java.util.Set<TopicPartition> lastPolled = java.util.Set.of();
     /** Records handed over: the number of the chunk the current row names. */
     private long currentChunk;
     private UTF8String currentTopic;
@@ -83,7 +81,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             if (active.isEmpty()) {
                 return finished();
             }
-            if (poll(handOff.idle(POLL_MS, caughtUp()))) {
+            if (poll(handOff.idle(POLL_MS))) {
                 lastProgress = System.nanoTime();
             } else if (System.nanoTime() - lastProgress > options.pollTimeoutMs * 1_000_000L) {
                 ConsumerPool.Cursor waiting = active.values().iterator().next();
@@ -107,7 +105,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
                 finished();
                 return NO_RECORD;
             }
-            poll(handOff.idle(Math.min(leftMs, POLL_MS), caughtUp()));
+            poll(handOff.idle(Math.min(leftMs, POLL_MS)));
         }
     }
 
@@ -214,24 +212,11 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         if (polled.isEmpty()) {
             return false;
         }
-        lastPolled = polled.partitions();
         for (TopicPartition tp : polled.partitions()) {
             ConsumerPool.Cursor cursor = lease.cursors.get(tp);
             cursor.records = polled.records(tp);
             cursor.at = 0;
             ready.add(cursor);
-        }
-        return true;
-    }
-
-    /** False while a partition of the last poll that returned records has more on the source to read (a
-     * backlog: the writer commits at its interval); true otherwise, the lag unknown included. */
-    private boolean caughtUp() {
-        for (TopicPartition tp : lastPolled) {
-            java.util.OptionalLong lag = lease.consumer.currentLag(tp);
-            if (lag.isPresent() && lag.getAsLong() > 0) {
-                return false;
-            }
         }
         return true;
     }
