@@ -73,7 +73,9 @@ final class CommitHandOff {
      * row carries to the writer. */
     long offer(List<ConsumerRecord<byte[], byte[]>> records, int from, int to) {
         chunks.add(new Chunk(++offered, records, from, to));
-        while (chunks.size() > CHUNKS_KEPT) {
+        // chunks are numbered one after another: those at least CHUNKS_KEPT behind the newest go (size() would walk
+        // the queue on every offer)
+        for (Chunk oldest = chunks.peek(); oldest != null && oldest.number() <= offered - CHUNKS_KEPT; oldest = chunks.peek()) {
             chunks.poll();
         }
         return offered;

@@ -6,8 +6,8 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RecordBatchTooLargeException;
@@ -16,6 +16,7 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.record.AbstractRecords;
 import org.apache.kafka.common.record.CompressionType;
 import org.apache.kafka.common.record.RecordBatch;
+import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -102,7 +103,7 @@ final class GroupTransaction {
     }
 
     /** Handle one source row of ``p`` (rows of a partition come in offset order). */
-    void write(PartitionWrites p, long offset, byte[] key, byte[] value, long timestamp, RowHeaders headers, boolean keep) {
+    void write(PartitionWrites p, long offset, byte[] key, byte[] value, long timestamp, ArrayData headers, boolean keep) {
         if (skipped(p, offset, keep)) {
             return;
         }

@@ -8,6 +8,8 @@ import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
@@ -38,16 +40,19 @@ final class Provenance {
         this.srcSuffix = parts[1].getBytes(StandardCharsets.UTF_8);
     }
 
-    /** The row's headers on the target, or null when it must not be sent there (a cycle). */
-    RecordHeaders headers(RowHeaders userHeaders, long offset) {
+    /** A row's headers (its array of (key, value) structs; null: none) on the target, or null when it must not be
+     * sent there (a cycle). */
+    RecordHeaders headers(ArrayData userHeaders, long offset) {
         RecordHeaders out = new RecordHeaders();
         byte[] origin = null;
-        for (int i = 0; i < userHeaders.count(); i++) {
-            UTF8String name = userHeaders.name(i);
+        int n = userHeaders == null ? 0 : userHeaders.numElements();
+        for (int i = 0; i < n; i++) {
+            InternalRow h = userHeaders.getStruct(i, 2);
+            UTF8String name = h.getUTF8String(0);
             if (SOURCE_NAME.equals(name)) {
                 continue;
             }
-            byte[] value = userHeaders.value(i);
+            byte[] value = h.isNullAt(1) ? null : h.getBinary(1);
             if (ORIGIN_NAME.equals(name)) {
                 origin = value;
             }
@@ -91,7 +96,7 @@ final class Provenance {
         if (known == null) {
             known = name.toString();
             if (names.size() < NAMES_KEPT) {
-                names.put(name.copy(), known);  // the name may be a view of a row's bytes, reused once it is handled
+                names.put(name.copy(), known);  // the row's bytes may be reused once the row is handled
             }
         }
         return known;

@@ -34,7 +34,6 @@ final class TaskWriter implements DataWriter<InternalRow> {
     /** The column naming a chunk of records handed over by the task's reader ({@link CommitHandOff#take}; -1: a
      * row per record). */
     private final int chunk;
-    private final RowHeaders rowHeaders = new RowHeaders();
     private final long commitIntervalNanos;
     /** The interval in force: {@link #commitIntervalNanos}, stretched while commits are slow. */
     private long intervalNanos;
@@ -115,7 +114,7 @@ final class TaskWriter implements DataWriter<InternalRow> {
             boolean kept = keep < 0 || row.isNullAt(keep) || row.getBoolean(keep);
             currentGroup.write(current, row.getLong(offset), row.isNullAt(key) ? null : row.getBinary(key),
                     row.isNullAt(value) ? null : row.getBinary(value), row.isNullAt(ts) ? -1 : row.getLong(ts),
-                    rowHeaders.of(row.isNullAt(headers) ? null : row.getArray(headers)), kept);
+                    row.isNullAt(headers) ? null : row.getArray(headers), kept);
         }
         long now = System.nanoTime();
         if (pendingSince < 0) {

@@ -17,6 +17,7 @@ import java.util.TreeSet;
 import java.util.stream.Collectors;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.spark.sql.catalyst.util.ArrayData;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -76,7 +77,7 @@ class ContractTest {
 
     @Test
     void provenanceHeadersAreTheContractsNames() {
-        RecordHeaders headers = new Provenance("nyc", "atl", "orders", 3).headers(new RowHeaders().of(null), 99);
+        RecordHeaders headers = new Provenance("nyc", "atl", "orders", 3).headers((ArrayData) null, 99);
         assertNotNull(headers);
         Map<String, String> got = new HashMap<>();
         for (Header h : headers) {

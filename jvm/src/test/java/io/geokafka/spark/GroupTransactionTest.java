@@ -58,7 +58,7 @@ class GroupTransactionTest {
         GroupTransaction txn = new GroupTransaction(options, 0, true, producers, (o, g) -> Map.of("orders/0", 15L));
         PartitionWrites orders0 = txn.partition("orders", 0);
         assertEquals(15, orders0.committedNext);  // the driver expected 10
-        txn.write(orders0, 12, null, "v".getBytes(), 1, new RowHeaders(), true);
+        txn.write(orders0, 12, null, "v".getBytes(), 1, null, true);
         assertEquals(1, orders0.duplicates);
         assertEquals(0, opened.get(0).history().size());
         txn.abort();
@@ -69,7 +69,7 @@ class GroupTransactionTest {
     void aCommittedWriterIsPooledAndTakenBackWithoutAReadBackWhileStillTheOwner() {
         GroupTransaction first = new GroupTransaction(options, 0, false, producers, (o, g) -> Map.of());
         PartitionWrites orders0 = first.partition("orders", 0);
-        first.write(orders0, 10, null, "v".getBytes(), 1, new RowHeaders(), true);
+        first.write(orders0, 10, null, "v".getBytes(), 1, null, true);
         assertEquals(List.of(orders0), first.commit());
         first.release();
         assertEquals(1, producers.pooled());
@@ -92,7 +92,7 @@ class GroupTransactionTest {
         GroupTransaction retry = new GroupTransaction(options, 0, isRetry, producers,
                 (o, g) -> Map.of("orders/0", 15L, "orders/2", 40L));
         PartitionWrites orders0 = retry.partition("orders", 0);
-        retry.write(orders0, 15, null, "v".getBytes(), 1, new RowHeaders(), true);
+        retry.write(orders0, 15, null, "v".getBytes(), 1, null, true);
         assertEquals(List.of(orders0), retry.commit());
         List<Map<String, Object>> reports = retry.reports();
         retry.release();
@@ -106,7 +106,7 @@ class GroupTransactionTest {
         GroupTransaction next = new GroupTransaction(options.withExpected(learned), 0, false, producers, NEVER);
         assertEquals(1, opened.size(), "the pooled producer is still the owner");
         PartitionWrites orders2 = next.partition("orders", 2);
-        next.write(orders2, 39, null, "v".getBytes(), 1, new RowHeaders(), true);
+        next.write(orders2, 39, null, "v".getBytes(), 1, null, true);
         assertEquals(1, orders2.duplicates, "what the failed attempt committed is not written again");
         assertEquals(16, next.partition("orders", 0).committedNext);
         next.abort();
@@ -143,7 +143,7 @@ class GroupTransactionTest {
                 }
                 for (int p : moving) {
                     PartitionWrites writes = txn.partition("orders", p);
-                    txn.write(writes, Math.max(0, writes.next), null, "v".getBytes(), ++ts, new RowHeaders(), true);
+                    txn.write(writes, Math.max(0, writes.next), null, "v".getBytes(), ++ts, null, true);
                 }
                 assertEquals(moving.size(), txn.commit().size());
                 for (int p : moving) {

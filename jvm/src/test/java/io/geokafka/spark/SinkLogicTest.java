@@ -24,13 +24,13 @@ import org.junit.jupiter.api.Test;
 
 /** The sink's per-record and per-commit decisions that need no broker. */
 class SinkLogicTest {
-    static RowHeaders headers(String... keyValues) {
+    static GenericArrayData headers(String... keyValues) {
         Object[] rows = new Object[keyValues.length / 2];
         for (int i = 0; i < rows.length; i++) {
             rows[i] = new GenericInternalRow(new Object[] {UTF8String.fromString(keyValues[2 * i]),
                 keyValues[2 * i + 1].getBytes(StandardCharsets.UTF_8)});
         }
-        return new RowHeaders().of(new GenericArrayData(rows));
+        return new GenericArrayData(rows);
     }
 
     static String value(RecordHeaders headers, String key) {
