@@ -164,6 +164,18 @@ final class GroupTransaction {
         p.lastTimestamp = timestamp;
     }
 
+    /** The partitions whose rows since their last report were all skipped as committed before (a replay of what a
+     * failed attempt committed): nothing of theirs is committed, but their counts still go to the driver. */
+    List<PartitionWrites> onlyReplayed() {
+        List<PartitionWrites> out = new ArrayList<>();
+        for (PartitionWrites p : partitions.values()) {
+            if (!p.dirty() && p.duplicates > 0) {
+                out.add(p);
+            }
+        }
+        return out;
+    }
+
     /** True when rows were handled since the last commit. */
     boolean dirty() {
         for (PartitionWrites p : partitions.values()) {

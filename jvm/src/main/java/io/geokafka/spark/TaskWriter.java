@@ -179,20 +179,22 @@ final class TaskWriter implements DataWriter<InternalRow> {
     private void commitAll() {
         long started = System.nanoTime();
         for (GroupTransaction txn : groups.values()) {
+            List<PartitionWrites> replayed = txn.onlyReplayed();
             List<PartitionWrites> moved = txn.commit();
-            if (moved.isEmpty()) {
-                continue;
-            }
-            commits++;
-            if (live || reports != null) {
+            if ((live || reports != null) && (!moved.isEmpty() || !replayed.isEmpty())) {
                 List<Map<String, Object>> rows = new ArrayList<>();
                 moved.forEach(p -> rows.add(p.report(txn.group)));
+                replayed.forEach(p -> rows.add(p.report(txn.group)));
                 if (live) {
                     SinkRegistry.COMMITS.record(options.queryKey, epochId, rows);
                 } else {
                     reports.send(epochId, rows);
                 }
             }
+            if (moved.isEmpty()) {
+                continue;
+            }
+            commits++;
             InjectedFaults.afterCommit(failAfterCommits, failStallMs, commits, firstAttempt, options.flow, txn.group);
         }
         pendingSince = -1;

@@ -65,6 +65,27 @@ class GroupTransactionTest {
         assertEquals(true, opened.get(0).closed());
     }
 
+    /** The next batch's task after an attempt that committed a partition's whole backlog meets only what was
+     * committed: nothing of that partition moves, but its skipped records still reach the driver's counts. */
+    @Test
+    void aPartitionWhoseRowsWereAllCommittedBeforeIsReportedWithItsSkippedRecordsThoughItDidNotMove() {
+        GroupTransaction txn = new GroupTransaction(options, 0, true, producers,
+                (o, g) -> Map.of("orders/0", 15L, "orders/1", 5L));
+        PartitionWrites orders0 = txn.partition("orders", 0);
+        PartitionWrites orders1 = txn.partition("orders", 1);
+        for (long offset = 12; offset < 15; offset++) {
+            txn.write(orders0, offset, null, "v".getBytes(), 1, null, true);
+        }
+        txn.write(orders1, 5, null, "v".getBytes(), 1, null, true);
+        assertEquals(List.of(orders0), txn.onlyReplayed());
+        assertEquals(List.of(orders1), txn.commit(), "only the partition with new records moves");
+        Map<String, Object> report = orders0.report(0);
+        assertEquals(3L, report.get("duplicates_skipped"));
+        assertEquals(15L, report.get("next_offset"), "its position is the one read back");
+        assertEquals(List.of(), txn.onlyReplayed(), "once reported, its counts start again");
+        txn.release();
+    }
+
     @Test
     void aCommittedWriterIsPooledAndTakenBackWithoutAReadBackWhileStillTheOwner() {
         GroupTransaction first = new GroupTransaction(options, 0, false, producers, (o, g) -> Map.of());
