@@ -301,10 +301,11 @@ class Pipeline(_Model):
         "partition that moved) this often, so read_committed consumers of the target see records within about "
         "this long at most; while commits are slow (a backlog) the interval stretches so committing takes at most "
         "a tenth of the writer's time, to at most 2 s"))
-    caught_up_commit_ms: int = Field(20, ge=1, le=600_000, description=(
-        "a group whose reader has caught up with its source (nothing more to read now) commits this long after its "
-        "previous commit at the earliest instead of waiting for commit_interval_ms: records become visible within "
-        "a fetch and a commit at moderate rates, while a backlog still commits once per interval"))
+    caught_up_commit_ms: int = Field(2, ge=1, le=600_000, description=(
+        "a group whose reader has caught up with its source (the partitions of its last read have nothing more on "
+        "the source) commits this long after its previous commit at the earliest instead of waiting for "
+        "commit_interval_ms: records become visible within a fetch and a commit at moderate rates, while a backlog "
+        "still commits once per interval"))
     producer_config: ConfigMap = Field(default_factory=dict, description=(
         "Java producer settings of the writer (e.g. linger.ms, or compression.type for every flow that names none "
         "itself); transactional settings are geokafka's"))

@@ -144,7 +144,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Standalone]
 def test_a_flow_runs_exactly_once_and_a_task_that_fails_after_it_committed_writes_nothing_twice(
         base_topology, east, west, unique, standalone, tmp_path):
     """A backlog copied by executors of the workers, exactly once, in order, with live counts. The test hook fails each
-    group's first task attempt after 5 commits of a real-time batch, holding it past the batch's end first (as a lost
+    group's first task attempt after its first commit of a real-time batch, holding it past the batch's end first (as a lost
     executor holds its task until Spark notices): its retry reads nothing, the batch ends where it started for that
     group, and the next batch's task, on whichever executor, opens the group's writer anew and skips what the failed
     attempt committed."""
@@ -156,7 +156,7 @@ def test_a_flow_runs_exactly_once_and_a_task_that_fails_after_it_committed_write
     produce(east, topic, [{"key": f"k{i}".encode(), "value": f"{i:08d}".encode() * 16, "partition": i % PARTITIONS,
                            "timestamp": now + i, "headers": [("h", str(i).encode())]} for i in range(total)])
     path = topology_file(base_topology, tmp_path, "sa", topic, standalone.url, realtime_batch_s=5,
-                         **{"spark.geokafka.test.failAfterCommits": "5", "spark.geokafka.test.failStallMs": "6000",
+                         **{"spark.geokafka.test.failAfterCommits": "1", "spark.geokafka.test.failStallMs": "6000",
                             "spark.task.maxFailures": "4"})
     mirror = Mirror(path, "sa", tmp_path / "mirror.log")
     try:

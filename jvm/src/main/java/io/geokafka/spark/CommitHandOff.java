@@ -5,7 +5,6 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.function.Consumer;
-import java.util.function.LongSupplier;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
@@ -24,7 +23,13 @@ final class CommitHandOff {
      * geokafka's); the oldest go, and a writer that then asks for one of them fails. */
     static final int CHUNKS_KEPT = 64;
 
-    private volatile LongSupplier writer;
+    /** What the writer does while the reader waits: commit if due; returns ms until it is due again. */
+    interface Waiting {
+        /** ``caughtUp``: the reader read all there was on the source (no backlog). */
+        long commitIfDue(boolean caughtUp);
+    }
+
+    private volatile Waiting writer;
     private final ConcurrentLinkedQueue<Chunk> chunks = new ConcurrentLinkedQueue<>();
     /** The number of the last chunk offered (the reader's). */
     private long offered;
@@ -59,8 +64,8 @@ final class CommitHandOff {
         return BY_TASK.size();
     }
 
-    /** The writer: called while the reader waits; returns ms until it is due again. */
-    void attach(LongSupplier commitIfDue) {
+    /** The writer: called while the reader waits. */
+    void attach(Waiting commitIfDue) {
         writer = commitIfDue;
     }
 
@@ -92,9 +97,10 @@ final class CommitHandOff {
         return chunk;
     }
 
-    /** Let the writer commit if due; how long to wait for records at most (at most {@code maxWaitMs}, at least 1). */
-    long idle(long maxWaitMs) {
-        LongSupplier current = writer;
-        return current == null ? maxWaitMs : Math.max(1, Math.min(maxWaitMs, current.getAsLong()));
+    /** Let the writer commit if due ({@code caughtUp}: the reader read all there was); how long to wait for records
+     * at most (at most {@code maxWaitMs}, at least 1). */
+    long idle(long maxWaitMs, boolean caughtUp) {
+        Waiting current = writer;
+        return current == null ? maxWaitMs : Math.max(1, Math.min(maxWaitMs, current.commitIfDue(caughtUp)));
     }
 }

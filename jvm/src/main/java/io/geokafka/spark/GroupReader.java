@@ -4,6 +4,8 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetOutOfRangeException;
@@ -45,6 +47,8 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
     /** Cursors of this batch not done yet (micro-batch mode). */
     private final Map<TopicPartition, ConsumerPool.Cursor> active = new LinkedHashMap<>();
     private ConsumerRecord<byte[], byte[]> current;
+    /** The partitions the last poll that returned records returned records of. */
+    private Set<TopicPartition> lastPolled = Set.of();
     /** Records handed over: the number of the chunk the current row names. */
     private long currentChunk;
     private UTF8String currentTopic;
@@ -81,7 +85,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
             if (active.isEmpty()) {
                 return finished();
             }
-            if (poll(handOff.idle(POLL_MS))) {
+            if (poll(handOff.idle(POLL_MS, caughtUp()))) {
                 lastProgress = System.nanoTime();
             } else if (System.nanoTime() - lastProgress > options.pollTimeoutMs * 1_000_000L) {
                 ConsumerPool.Cursor waiting = active.values().iterator().next();
@@ -105,7 +109,7 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
                 finished();
                 return NO_RECORD;
             }
-            poll(handOff.idle(Math.min(leftMs, POLL_MS)));
+            poll(handOff.idle(Math.min(leftMs, POLL_MS), caughtUp()));
         }
     }
 
@@ -212,11 +216,24 @@ final class GroupReader implements SupportsRealTimeRead<InternalRow> {
         if (polled.isEmpty()) {
             return false;
         }
+        lastPolled = polled.partitions();
         for (TopicPartition tp : polled.partitions()) {
             ConsumerPool.Cursor cursor = lease.cursors.get(tp);
             cursor.records = polled.records(tp);
             cursor.at = 0;
             ready.add(cursor);
+        }
+        return true;
+    }
+
+    /** False while a partition of the last poll that returned records has more on the source to read (a
+     * backlog: the writer commits at its interval); true otherwise, the lag unknown included. */
+    private boolean caughtUp() {
+        for (TopicPartition tp : lastPolled) {
+            OptionalLong lag = lease.consumer.currentLag(tp);
+            if (lag.isPresent() && lag.getAsLong() > 0) {
+                return false;
+            }
         }
         return true;
     }

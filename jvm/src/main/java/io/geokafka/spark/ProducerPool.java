@@ -45,6 +45,10 @@ final class ProducerPool {
         // batches records between commits
         DEFAULTS.put("linger.ms", "5");
         DEFAULTS.put("batch.size", "524288");
+        // kafka-clients 3.9.1 has no transactions V2: a transaction's first send after a commit is refused
+        // (CONCURRENT_TRANSACTIONS) while the markers are written and retried after this back-off (Kafka's 100 ms,
+        // capped at 20 for that error); retries of other errors still grow to retry.backoff.max.ms
+        DEFAULTS.put("retry.backoff.ms", "5");
         // one producer per partition group: 64 MB is ~1 s of this machine's full speed, and a commit flushes
         // it every 100 ms (or up to 2 s on a backlog); a full buffer makes send() wait
         DEFAULTS.put("buffer.memory", "67108864");

@@ -128,14 +128,15 @@ final class TaskWriter implements DataWriter<InternalRow> {
         return java.util.Arrays.asList(schema.fieldNames()).contains(name) ? schema.fieldIndex(name) : -1;
     }
 
-    /** Called by the reader when it has caught up (nothing more to hand out now) and waits: commit if due,
-     * which is sooner than the interval when the reader is caught up; ms until the next commit is due. */
-    private long commitIfDue() {
+    /** Called by the reader when it has nothing more to hand out now and waits: commit if due, which is sooner
+     * than the interval when the reader has caught up with the source ({@code caughtUp}: no backlog); ms until the
+     * next commit is due. */
+    private long commitIfDue(boolean caughtUp) {
         if (pendingSince < 0) {
             return Long.MAX_VALUE;
         }
         long now = System.nanoTime();
-        long due = caughtUpDue(pendingSince, intervalNanos, lastCommitEnd, caughtUpNanos);
+        long due = commitDue(caughtUp, pendingSince, intervalNanos, lastCommitEnd, caughtUpNanos);
         if (now >= due) {
             commitAll();
             return Long.MAX_VALUE;
@@ -200,6 +201,12 @@ final class TaskWriter implements DataWriter<InternalRow> {
         pendingSince = -1;
         lastCommitEnd = System.nanoTime();
         intervalNanos = stretched(commitIntervalNanos, lastCommitEnd - started);
+    }
+
+    /** When a waiting writer commits: as {@link #caughtUpDue} when its reader caught up with the source, else (a
+     * backlog: more records are on their way) once its oldest pending row waited the interval (nanoTime values). */
+    static long commitDue(boolean caughtUp, long pendingSince, long intervalNanos, long lastCommitEnd, long caughtUpNanos) {
+        return caughtUp ? caughtUpDue(pendingSince, intervalNanos, lastCommitEnd, caughtUpNanos) : pendingSince + intervalNanos;
     }
 
     /** When a caught-up writer commits: once its oldest pending row waited the interval, or once the caught-up

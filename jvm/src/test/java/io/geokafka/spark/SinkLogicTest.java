@@ -91,6 +91,9 @@ class SinkLogicTest {
         assertEquals(1_020 * ms, TaskWriter.caughtUpDue(1_005 * ms, 100 * ms, 1_000 * ms, 20 * ms));
         // the interval comes first when the caught-up gap is longer
         assertEquals(1_100 * ms, TaskWriter.caughtUpDue(1_000 * ms, 100 * ms, 900 * ms, 500 * ms));
+        // behind a backlog the reader's waits are between two fetches: the writer keeps to its interval
+        assertEquals(1_100 * ms, TaskWriter.commitDue(false, 1_000 * ms, 100 * ms, 990 * ms, 2 * ms));
+        assertEquals(992 * ms, TaskWriter.commitDue(true, 1_000 * ms, 100 * ms, 990 * ms, 2 * ms));
     }
 
     @Test
@@ -120,19 +123,22 @@ class SinkLogicTest {
     @Test
     void theReaderLetsItsTasksWriterCommitWhileItWaits() {
         long[] calls = {0};
+        List<Boolean> caughtUp = new java.util.ArrayList<>();
         CommitHandOff handOff = new CommitHandOff();
-        assertEquals(100, handOff.idle(100));  // no writer attached: wait as long as asked
-        handOff.attach(() -> {
+        assertEquals(100, handOff.idle(100, true));  // no writer attached: wait as long as asked
+        handOff.attach(upToDate -> {
             calls[0]++;
+            caughtUp.add(upToDate);
             return 20;
         });
-        assertEquals(20, handOff.idle(100));
+        assertEquals(20, handOff.idle(100, true));
         assertEquals(1, calls[0]);
-        assertEquals(10, handOff.idle(10));  // due in 20 ms, but never longer than asked
-        handOff.attach(() -> 0);
-        assertEquals(1, handOff.idle(100));  // due now: wait at least a millisecond
+        assertEquals(10, handOff.idle(10, false));  // due in 20 ms, but never longer than asked
+        assertEquals(List.of(true, false), caughtUp, "the writer learns whether the reader caught up");
+        handOff.attach(upToDate -> 0);
+        assertEquals(1, handOff.idle(100, true));  // due now: wait at least a millisecond
         handOff.detach();
-        assertEquals(100, handOff.idle(100));
+        assertEquals(100, handOff.idle(100, true));
         assertEquals(2, calls[0]);
     }
 
