@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from pathlib import Path
 
 from geokafka.procfs import CSTIME, CUTIME, STIME, UTIME, stat_fields, thread_names, ticks_s
@@ -150,6 +151,8 @@ class TreeSampler:
         self.peak_sockets = 0
         self._jit: dict[tuple[int, int], float] = {}  # (pid, thread id) -> CPU s, retired threads kept
         self._samples = 0
+        self.history: list[tuple[float, float]] = []
+        """``(time.monotonic(), cpu_s)`` of every sample, oldest first."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-sampler")
 
@@ -166,6 +169,7 @@ class TreeSampler:
             cpu += c
             seen[pid] = (parent, _exe(pid), r)
         self.cpu_s = max(self.cpu_s, cpu)
+        self.history.append((time.monotonic(), self.cpu_s))
         self.peak_rss = max(self.peak_rss, summed_rss(seen))
         self.processes = max(self.processes, len(procs))
         self._samples += 1
@@ -175,6 +179,11 @@ class TreeSampler:
             self.peak_sockets = max(self.peak_sockets, sum(s for _, s in counts))
         if self._samples % JIT_SAMPLE_EVERY == 0:
             self._note_jit(procs)
+
+    def cpu_at(self, at: float) -> float:
+        """The tree's CPU seconds at ``at`` (``time.monotonic()``), interpolated between the samples around it (the
+        first or last sample's outside them)."""
+        return cpu_at(sorted(self.history), at)
 
     def jit_cpu_s(self) -> float:
         """CPU seconds of the JIT compiler threads of every JVM in the tree so far, those HotSpot
@@ -195,3 +204,19 @@ class TreeSampler:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(5)
+
+
+def cpu_at(history: list[tuple[float, float]], at: float) -> float:
+    """CPU seconds at ``at`` from ``(time, cumulative CPU s)`` samples in time order, interpolated linearly between
+    the two around it; before the first sample the first's value, after the last the last's (0 without any)."""
+    if not history:
+        return 0.0
+    before = history[0]
+    for sample in history:
+        if sample[0] >= at:
+            if sample[0] == before[0]:
+                return sample[1]
+            share = (at - before[0]) / (sample[0] - before[0])
+            return before[1] + share * (sample[1] - before[1])
+        before = sample
+    return history[-1][1]

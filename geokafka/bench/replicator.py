@@ -13,7 +13,7 @@ from typing import Any
 from geokafka.bench.new_topic import new_topic_pickup
 from geokafka.bench.procstat import TreeSampler
 from geokafka.bench.setup import DST, SRC
-from geokafka.bench.watch import FirstWritten, TargetCounter, latency_probe
+from geokafka.bench.watch import FirstWritten, TargetCounter, VisibleEnds, latency_probe
 
 
 def run_replicator(
@@ -41,6 +41,9 @@ def run_replicator(
     sampler = TreeSampler(proc.pid).start()
     broker = TreeSampler(broker_pid, 1.0).start() if broker_pid is not None else None
     counter = TargetCounter(DST, target_topic, records)
+    # one topic: its ends say when records became visible, while the counter (which reads them all) may be behind
+    one = [target_topic] if isinstance(target_topic, str) else list(target_topic)
+    ends = VisibleEnds(DST, one[0], records) if len(one) == 1 else None
     marks: dict[str, float] = {}
 
     def first() -> None:
@@ -60,12 +63,15 @@ def run_replicator(
         sampler.sample()
         marks["cpu_half"] = sampler.cpu_s
 
-    counter.on_first = first
-    counter.on_half = half
+    watch: TargetCounter | VisibleEnds = ends if ends is not None else counter
+    watch.on_first = first
+    watch.on_half = half
     written = FirstWritten(DST, target_topic)
     written.on_first = first_written
     written.start()
     counter.start()
+    if ends is not None:
+        ends.start()
     result: dict[str, Any] = {"contender": name, "records": records, "record_bytes": size, "topic": topic}
     try:
         deadline = t0 + timeout_s
@@ -75,13 +81,23 @@ def run_replicator(
         if counter.done_at is None:
             raise RuntimeError(f"{name}: {counter.count:,}/{records:,} records on the target after {timeout_s:.0f}s")
         sampler.sample()
-        cpu_done = sampler.cpu_s
+        done_at, first_at, first_count = counter.done_at, counter.first_at, counter.first_count
+        half_at, half_count = counter.half_at, counter.half_count
+        if ends is not None:
+            ends.stop()
+            final = ends.sample()  # the copy is complete: the ends are final
+            visible_at = ends.reached_at(final) if final is not None else None
+            if visible_at is not None and ends.first_at is not None:
+                result["counter_behind_s"] = round(done_at - visible_at, 2)
+                done_at, first_at, first_count = visible_at, ends.first_at, ends.first_sum
+                half_at, half_count = ends.half_at, ends.half_sum
+        cpu_done = sampler.cpu_at(done_at)
         if broker is not None and "broker_first" in marks:
             broker.sample()
             result["target_broker_cpu_s"] = round(broker.cpu_s - marks["broker_first"], 2)
         jit_done = sampler.jit_cpu_s()
-        first_at = counter.first_at or t0
-        wall = counter.done_at - t0
+        first_at = first_at or t0
+        wall = done_at - t0
         # the window opens when the first record is written (committed or not: a transactional
         # replicator writes long before its first commit is visible) and closes when the last is
         # visible; it excludes process start, and is used when it holds most of the data and
@@ -92,9 +108,9 @@ def run_replicator(
             in_window = records - int(marks["count_written"])
             basis = "first record written -> last visible (start excluded)"
         else:
-            opened, cpu_open, in_window = first_at, marks.get("cpu_first"), records - counter.first_count
+            opened, cpu_open, in_window = first_at, marks.get("cpu_first"), records - first_count
             basis = "first record visible -> last (start excluded)"
-        steady = counter.done_at - opened
+        steady = done_at - opened
         if steady > 0.5 and in_window >= records // 2 and cpu_open is not None:
             seconds, cpu = steady, cpu_done - cpu_open
         else:
@@ -112,11 +128,10 @@ def run_replicator(
             # the JVM's compilers at work in the window: a cost of a fresh JVM, paid once
             jit = jit_done - marks["jit_written"]  # the sampler keeps the CPU of threads HotSpot retired
             result.update({"jit_cpu_s": round(jit, 2), "jit_share": round(jit / cpu, 3) if cpu > 0 else None})
-        if counter.half_at is not None and "cpu_half" in marks and counter.done_at > counter.half_at \
-                and counter.half_count < records:
+        if half_at is not None and "cpu_half" in marks and done_at > half_at and half_count < records:
             # the second half of the records: later in the run, the JVMs warmer (steadier than the whole window)
-            half_n = records - counter.half_count
-            half_s = counter.done_at - counter.half_at
+            half_n = records - half_count
+            half_s = done_at - half_at
             result["second_half"] = {
                 "records": half_n, "seconds": round(half_s, 3), "records_per_s": round(half_n / half_s, 1),
                 "cpu_s_per_gb": round((cpu_done - marks["cpu_half"]) / (half_n * size / 1e9), 1)}
@@ -134,6 +149,8 @@ def run_replicator(
     finally:
         written.stop()
         counter.stop()
+        if ends is not None:
+            ends.stop()
         sampler.stop()
         if broker is not None:
             broker.stop()

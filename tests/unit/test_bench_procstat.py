@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from geokafka.bench.procstat import TreeSampler, busy_percent, jit_cpu, machine_cpu, summed_rss
+from geokafka.bench.procstat import TreeSampler, busy_percent, cpu_at, jit_cpu, machine_cpu, summed_rss
 
 JAVA, CHMOD, PY = "/usr/lib/jvm/bin/java", "/usr/bin/chmod", "/usr/bin/python3"
 GB = 1 << 30
@@ -78,3 +78,13 @@ def test_this_machine_s_reading_grows_and_stays_within_its_total() -> None:
     second = machine_cpu()
     assert 0 <= first[0] <= first[1] and second[1] >= first[1] and second[0] >= first[0]
     assert 0.0 <= busy_percent(first, second) <= 100.0
+
+
+def test_the_cpu_at_a_moment_between_two_samples_is_interpolated_and_outside_them_is_the_nearest() -> None:
+    history = [(10.0, 1.0), (10.5, 2.0), (11.0, 4.0)]
+    assert cpu_at(history, 10.25) == pytest.approx(1.5)
+    assert cpu_at(history, 10.75) == pytest.approx(3.0)
+    assert cpu_at(history, 10.5) == 2.0
+    assert cpu_at(history, 9.0) == 1.0  # before the first sample
+    assert cpu_at(history, 12.0) == 4.0  # after the last: nothing later is known
+    assert cpu_at([], 1.0) == 0.0
