@@ -42,14 +42,11 @@ pipeline:
 # Fewer request, network, background and coordinator threads than a production broker's (8, 3, 10, 4): each idle
 # one wakes on a timer, and a test broker serves a few clients. Idle, a node then costs 0.99 instead of 1.29 CPU s a
 # minute, a 3-node cluster 4.28 instead of 4.69 (measured side by side over 2 minutes, load 0.6).
-# A partition's first index entry (its second append: a commit marker, a second batch) makes the broker create and
-# map its offset and time index files, preallocated at log.index.size.max.bytes (10 MB by default). On this machine
-# that cost a broker 11 ms of CPU a partition (22.5 CPU s for 2,000 fresh partitions, 1.6 s with 64 KB indexes);
-# test segments are 64 MB, so 1 MB indexes never fill. Four in-process-flow modules, two runs each way: brokers
-# 80.6 and 90.8 CPU s instead of 95.0 and 96.5.
+# (The index files' size, which cost a broker 11 ms of CPU a fresh partition at Kafka's 10 MB, is every local
+# cluster's own now: see geokafka.infra.local_cluster.server_properties.)
 IDLE = ('"metadata.max.idle.interval.ms": "5000", "replica.fetch.wait.max.ms": "5000", "num.io.threads": "2", '
         '"num.network.threads": "1", "background.threads": "2", "group.coordinator.threads": "1", '
-        '"share.coordinator.threads": "1", "log.index.size.max.bytes": "1048576"')
+        '"share.coordinator.threads": "1"')
 LEAN = json.loads("{" + IDLE + "}")
 AUTHORIZER = ('{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", '
               '"super.users": "User:ANONYMOUS", ' + IDLE + '}')
