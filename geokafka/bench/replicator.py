@@ -13,21 +13,22 @@ from typing import Any
 from geokafka.bench.new_topic import new_topic_pickup
 from geokafka.bench.procstat import TreeSampler
 from geokafka.bench.setup import DST, SRC
-from geokafka.bench.watch import FirstWritten, TargetCounter, VisibleEnds, latency_probe
+from geokafka.bench.watch import FETCH_WAIT_MS, FirstWritten, TargetCounter, VisibleEnds, latency_probe
 
 
 def run_replicator(
     name: str, cmd: list[str], log: Path, *, topic: str, target_topic: str | list[str], records: int, size: int,
     lat_topic: str | list[str] | None = None, lat_target: str | list[str] | None = None, lat_rate: float = 500,
     lat_s: float = 5,
-    lat_warmup_s: float = 0.0,
+    lat_warmup_s: float = 0.0, lat_fetch_wait_ms: int = FETCH_WAIT_MS,
     timeout_s: float = 600, env: dict[str, str] | None = None,
     broker_pid: int | None = None, idle_s: float = 0.0, log_sizes: Callable[[], dict[str, int]] | None = None,
     while_running: Callable[[], dict[str, Any]] | None = None,
     new_topic: tuple[str, str, int] | None = None,
 ) -> dict[str, Any]:
     """Start ``cmd``; measure until ``target_topic`` (or every topic of a list) holds ``records``;
-    then the latency probe (over every topic of ``lat_topic``, each read on ``lat_target``); then
+    then the latency probe (over every topic of ``lat_topic``, each read on ``lat_target``, its consumer's fetches
+    held at most ``lat_fetch_wait_ms``); then
     ``while_running`` (what else is measured beside the running replicator, kept under that key); then, with
     ``idle_s``, its cost while nothing is written (its CPU, the target broker's ``broker_pid`` CPU, and the growth
     of the target's internal topics as ``log_sizes`` reads them, per hour); then, with ``new_topic`` (source topic,
@@ -136,7 +137,8 @@ def run_replicator(
                 "records": half_n, "seconds": round(half_s, 3), "records_per_s": round(half_n / half_s, 1),
                 "cpu_s_per_gb": round((cpu_done - marks["cpu_half"]) / (half_n * size / 1e9), 1)}
         if lat_topic and lat_target:
-            result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s, warmup_s=lat_warmup_s)
+            result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s, warmup_s=lat_warmup_s,
+                                              fetch_wait_ms=lat_fetch_wait_ms)
             sampler.sample()
             result["peak_rss_mb"] = round(sampler.peak_rss / 1e6, 1)
         if while_running is not None:

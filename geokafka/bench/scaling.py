@@ -19,6 +19,7 @@ from typing import Any
 from geokafka.bench.geokafka_run import run_geokafka
 from geokafka.bench.mm2 import run_mm2
 from geokafka.bench.setup import SRC, TopicSet, load
+from geokafka.bench.watch import MANY_PARTITIONS_FETCH_WAIT_MS
 from geokafka.control.state_records import STATE_TOPIC
 from geokafka.infra.local_cluster import LocalClusterSpec, running_nodes
 
@@ -70,6 +71,7 @@ def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: t
             say(f"scaling: {topics} x {per_topic} partitions: {name} (backlog, then {rate:,.0f} rec/s"
                 + (f", then {idle:.0f} s idle)" if idle else ")"))
             kwargs: dict[str, Any] = {"lat_rate": rate, "lat_s": latency_s, "lat_warmup_s": 5.0,
+                                      "lat_fetch_wait_ms": MANY_PARTITIONS_FETCH_WAIT_MS,
                                       "timeout_s": 600 + records / 200, "broker_pid": broker_pid(target),
                                       "idle_s": idle, "log_sizes": internal_topic_bytes(target),
                                       # beside MirrorMaker 2 (same refresh): a topic of the set created under it

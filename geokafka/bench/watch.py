@@ -264,9 +264,18 @@ class FirstWritten:
         self._thread.join(10)
 
 
+FETCH_WAIT_MS = 10
+"""How long the latency probe's consumer lets the target hold a fetch while no record is visible (the broker
+answers at once when one is): short, so the probe adds nothing to a latency of milliseconds."""
+MANY_PARTITIONS_FETCH_WAIT_MS = 500
+"""The same over thousands of partitions: a librdkafka consumer names every partition in each fetch, so at
+2,000 idle partitions a fetch every 10 ms kept the 1-node target broker 88-94% of a core busy by itself
+(14% at 500 ms, Kafka's own default)."""
+
+
 def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic: str | Sequence[str], rate: float,
                   seconds: float, size: int = 1024, drain_s: float = 20.0, warmup_s: float = 0.0,
-                  ) -> dict[str, float | int | None]:
+                  fetch_wait_ms: int = FETCH_WAIT_MS) -> dict[str, float | int | None]:
     """Produce ``rate`` records/s for ``warmup_s`` + ``seconds`` to ``src_topic`` (or round-robin to each of a
     list; value starts with the wall time), consume ``dst_topic`` (every one of a list) and return replication
     latency percentiles in ms (produce call -> visible) of the records sent after the warm-up: the steady state's.
@@ -279,7 +288,7 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
     sources = [src_topic] if isinstance(src_topic, str) else list(src_topic)
     consumer = Consumer({"logger": silent_logger(),
         "bootstrap.servers": dst, "group.id": f"bench-lat-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "latest",
-        "enable.auto.commit": False, "isolation.level": "read_committed", "fetch.wait.max.ms": 10,
+        "enable.auto.commit": False, "isolation.level": "read_committed", "fetch.wait.max.ms": fetch_wait_ms,
         "fetch.min.bytes": 1,
     })
     consumer.assign(_ends(consumer, [dst_topic] if isinstance(dst_topic, str) else list(dst_topic)))
@@ -320,7 +329,7 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
         producer.poll(0)
         take(consumer.consume(1000, 0.002))
     # how busy the whole machine was while the measured records were sent: near 100%, the figures measure a
-    # saturated machine (at 2,000 partitions the probe's own traffic kept a 1-node source broker ~1 core busy)
+    # saturated machine
     busy = busy_percent(cpu_from, machine_cpu()) if cpu_from is not None else None
     producer.flush(30)
     deadline = time.monotonic() + drain_s
@@ -328,7 +337,7 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
         take(consumer.consume(1000, 0.05))
     consumer.close()
     return {"sent": sent, "received": len(lat), "rate": rate, "warmup_s": warmup_s, "machine_busy_percent": busy,
-            **percentiles(lat)}
+            "fetch_wait_ms": fetch_wait_ms, **percentiles(lat)}
 
 
 def _ends(consumer: Any, topics: list[str], wait_s: float = 60.0) -> list[Any]:
