@@ -41,9 +41,13 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
             if name != "raw":
                 assert result["peak_threads"] > 0 and result["peak_sockets"] > 0
                 assert result["cpu_s_per_gb"] > 0 and result["peak_rss_mb"] > 0
-                # the later half of the records, measured on its own
-                half = result["second_half"]
-                assert 0 < half["records"] < result["records"] and half["records_per_s"] > 0
+                # the later half of the records, measured on its own, unless one commit made the half and the
+                # rest visible together (a transactional writer's short copy): then the bench says so
+                half = result.get("second_half")
+                if half is None:
+                    assert result["second_half_unmeasured"], name
+                else:
+                    assert 0 < half["records"] < result["records"] and half["records_per_s"] > 0
         assert run["ratios"]["geokafka_over_mm2"] is not None
         assert run["ratios"]["geokafka_over_raw"] is not None
         assert run["ratios"]["geokafka_over_mm2_eos"] is not None
