@@ -15,7 +15,6 @@ from geokafka.bench.procstat import TreeSampler
 from geokafka.bench.setup import DST, SRC
 from geokafka.bench.watch import FETCH_WAIT_MS, FirstWritten, TargetCounter, VisibleEnds, latency_probe
 
-
 MIN_WINDOW_S = 0.25
 """The shortest copy window a rate is taken from: five looks at the target's ends (every 50 ms); a shorter copy
 is timed from its process's start."""
