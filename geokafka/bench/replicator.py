@@ -24,7 +24,7 @@ def run_replicator(
     name: str, cmd: list[str], log: Path, *, topic: str, target_topic: str | list[str], records: int, size: int,
     lat_topic: str | list[str] | None = None, lat_target: str | list[str] | None = None, lat_rate: float = 500,
     lat_s: float = 5,
-    lat_warmup_s: float = 0.0, lat_fetch_wait_ms: int = FETCH_WAIT_MS,
+    lat_warmup_s: float = 0.0, lat_fetch_wait_ms: int = FETCH_WAIT_MS, lat_one_per_topic: bool = False,
     timeout_s: float = 600, env: dict[str, str] | None = None,
     broker_pid: int | None = None, idle_s: float = 0.0, log_sizes: Callable[[], dict[str, int]] | None = None,
     while_running: Callable[[], dict[str, Any]] | None = None,
@@ -32,7 +32,7 @@ def run_replicator(
 ) -> dict[str, Any]:
     """Start ``cmd``; measure until ``target_topic`` (or every topic of a list) holds ``records``;
     then the latency probe (over every topic of ``lat_topic``, each read on ``lat_target``, its consumer's fetches
-    held at most ``lat_fetch_wait_ms``); then
+    held at most ``lat_fetch_wait_ms``, with ``lat_one_per_topic`` one partition of each topic read); then
     ``while_running`` (what else is measured beside the running replicator, kept under that key); then, with
     ``idle_s``, its cost while nothing is written (its CPU, the target broker's ``broker_pid`` CPU, and the growth
     of the target's internal topics as ``log_sizes`` reads them, per hour); then, with ``new_topic`` (source topic,
@@ -146,7 +146,7 @@ def run_replicator(
             result["second_half_unmeasured"] = "the half and the last record became visible in the same look"
         if lat_topic and lat_target:
             result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s, warmup_s=lat_warmup_s,
-                                              fetch_wait_ms=lat_fetch_wait_ms)
+                                              fetch_wait_ms=lat_fetch_wait_ms, one_per_topic=lat_one_per_topic)
             sampler.sample()
             result["peak_rss_mb"] = round(sampler.peak_rss / 1e6, 1)
         if while_running is not None:

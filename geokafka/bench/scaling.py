@@ -1,12 +1,12 @@
 """The bench's scaling section: geokafka over 12 to 5,000 partitions, MirrorMaker 2 beside it at 2,000.
 
-Each shape is T topics of P partitions (the large ones many topics of 10 partitions, as real clusters
-spread them: 200 x 10, 500 x 10), and each contender gets topics of its own. Per shape, the same data: a
-backlog of ``records`` records of ``size`` bytes spread over every partition, replicated from the start
-(throughput, first record, the time the whole backlog took), then ``rate`` records/s for ``latency_s``
-seconds spread over the same topics (p50 / p99), then, at MirrorMaker 2's shape and the largest, ``idle_s``
-seconds with no traffic at all (the contender's CPU and the target broker's, and how fast the target's
-internal topics grow). Threads, sockets and RSS are the peaks of the contender's process tree over the run.
+Each shape is T topics of P partitions (the large ones many topics of 10 partitions, as real clusters spread them:
+200 x 10, 500 x 10), and each contender gets topics of its own. Per shape, the same data: a backlog of ``records``
+records of ``size`` bytes spread over every partition, replicated from the start (throughput, first record, the
+time the whole backlog took), then ``rate`` records/s for ``latency_s`` seconds spread over the same partitions
+(p50 / p99, read on one partition of each topic), then, at MirrorMaker 2's shape and the largest, ``idle_s``
+seconds with no traffic at all (the contender's CPU and the target broker's, and how fast the target's internal
+topics grow). Threads, sockets and RSS are the peaks of the contender's process tree over the run.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: t
             say(f"scaling: {topics} x {per_topic} partitions: {name} (backlog, then {rate:,.0f} rec/s"
                 + (f", then {idle:.0f} s idle)" if idle else ")"))
             kwargs: dict[str, Any] = {"lat_rate": rate, "lat_s": latency_s, "lat_warmup_s": 5.0,
-                                      "lat_fetch_wait_ms": MANY_PARTITIONS_FETCH_WAIT_MS,
+                                      "lat_fetch_wait_ms": MANY_PARTITIONS_FETCH_WAIT_MS, "lat_one_per_topic": True,
                                       "timeout_s": 600 + records / 200, "broker_pid": broker_pid(target),
                                       "idle_s": idle, "log_sizes": internal_topic_bytes(target),
                                       # beside MirrorMaker 2 (same refresh): a topic of the set created under it
@@ -102,6 +102,7 @@ def scaling_row(name: str, topics: int, partitions: int, result: dict[str, Any])
         "backlog_done_s": result.get("wall_s"), "cpu_s_per_gb": result.get("cpu_s_per_gb"),
         "p50_ms": latency.get("p50_ms"), "p99_ms": latency.get("p99_ms"),
         "latency_machine_busy_percent": latency.get("machine_busy_percent"),
+        "probe": {key: latency.get(key) for key in ("read_partitions", "read", "received")},
         "threads": result.get("peak_threads"), "sockets": result.get("peak_sockets"),
         "peak_rss_mb": result.get("peak_rss_mb"), "target_broker_cpu_s": result.get("target_broker_cpu_s"),
         "idle_cpu_percent": idle.get("cpu_percent"), "idle_target_broker_cpu_percent": idle.get("target_broker_cpu_percent"),

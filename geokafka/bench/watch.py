@@ -6,7 +6,9 @@ import struct
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from geokafka.bench.procstat import busy_percent, machine_cpu
@@ -275,13 +277,15 @@ MANY_PARTITIONS_FETCH_WAIT_MS = 500
 
 def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic: str | Sequence[str], rate: float,
                   seconds: float, size: int = 1024, drain_s: float = 20.0, warmup_s: float = 0.0,
-                  fetch_wait_ms: int = FETCH_WAIT_MS) -> dict[str, float | int | None]:
+                  fetch_wait_ms: int = FETCH_WAIT_MS, one_per_topic: bool = False) -> dict[str, float | int | None]:
     """Produce ``rate`` records/s for ``warmup_s`` + ``seconds`` to ``src_topic`` (or round-robin to each of a
     list; value starts with the wall time), consume ``dst_topic`` (every one of a list) and return replication
     latency percentiles in ms (produce call -> visible) of the records sent after the warm-up: the steady state's.
 
     The consumer on the target is assigned at the end before producing starts, and only counts records
-    that carry this probe's id (warm-up records carry another).
+    that carry this probe's id (warm-up records carry another). With ``one_per_topic`` the records still go to
+    every partition, evenly (:class:`OnePerTopic`), and the consumer reads one partition of each topic: over
+    thousands of partitions, reading them all cost the target broker a fifth of a core more.
     """
     from confluent_kafka import Consumer, Producer
 
@@ -291,7 +295,15 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
         "enable.auto.commit": False, "isolation.level": "read_committed", "fetch.wait.max.ms": fetch_wait_ms,
         "fetch.min.bytes": 1,
     })
-    consumer.assign(_ends(consumer, [dst_topic] if isinstance(dst_topic, str) else list(dst_topic)))
+    targets = [dst_topic] if isinstance(dst_topic, str) else list(dst_topic)
+    ends = _ends(consumer, targets)
+    spread: OnePerTopic | None = None
+    if one_per_topic:
+        counts = Counter(tp.topic for tp in ends)
+        spread = OnePerTopic(tuple(counts[t] for t in targets))
+        index = {t: i for i, t in enumerate(targets)}
+        ends = [tp for tp in ends if tp.partition == spread.read(index[tp.topic])]
+    consumer.assign(ends)
     consumer.consume(100, 0.5)
     producer = Producer({"logger": silent_logger(), "bootstrap.servers": src, "acks": "all", "linger.ms": 0})
     probe_id = uuid.uuid4().bytes[:8]
@@ -305,7 +317,16 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
             if ms is not None:
                 lat.append(ms)
 
-    sent = warm = 0
+    def send(n: int, probe: bytes, key: bytes) -> bool:
+        """Record ``n`` sent; whether the consumer reads its partition."""
+        if spread is None:
+            producer.produce(sources[n % len(sources)], probe_value(probe, time.time(), size), key=key)
+            return True
+        topic, partition = spread.place(n)
+        producer.produce(sources[topic], probe_value(probe, time.time(), size), key=key, partition=partition)
+        return partition == spread.read(topic)
+
+    sent = warm = expected = 0
     t0 = time.monotonic()
     measured_from = t0 + warmup_s
     interval = 1.0 / rate
@@ -317,13 +338,11 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
             cpu_from = machine_cpu()
         while next_at <= now:
             if next_at < measured_from:
-                # keyed like the measured records: the warm-up reaches every partition
-                producer.produce(sources[warm % len(sources)], probe_value(warmup_id, time.time(), size),
-                                 key=b"warm%d" % warm)
+                # spread like the measured records: the warm-up reaches every partition
+                send(warm, warmup_id, b"warm%d" % warm)
                 warm += 1
             else:
-                producer.produce(sources[sent % len(sources)], probe_value(probe_id, time.time(), size),
-                                 key=b"lat%d" % sent)
+                expected += send(sent, probe_id, b"lat%d" % sent)
                 sent += 1
             next_at += interval
         producer.poll(0)
@@ -333,11 +352,30 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
     busy = busy_percent(cpu_from, machine_cpu()) if cpu_from is not None else None
     producer.flush(30)
     deadline = time.monotonic() + drain_s
-    while len(lat) < sent and time.monotonic() < deadline:
+    while len(lat) < expected and time.monotonic() < deadline:
         take(consumer.consume(1000, 0.05))
     consumer.close()
-    return {"sent": sent, "received": len(lat), "rate": rate, "warmup_s": warmup_s, "machine_busy_percent": busy,
-            "fetch_wait_ms": fetch_wait_ms, **percentiles(lat)}
+    return {"sent": sent, "read": expected, "received": len(lat), "read_partitions": len(ends), "rate": rate,
+            "warmup_s": warmup_s, "machine_busy_percent": busy, "fetch_wait_ms": fetch_wait_ms, **percentiles(lat)}
+
+
+@dataclass(frozen=True)
+class OnePerTopic:
+    """Where the probe's record ``n`` goes when its consumer reads one partition of each topic: the topics by
+    turns, each topic's partitions by turns (every partition gets the same traffic), and which partition of
+    topic ``i`` is read (topics of equal size are read at different partitions)."""
+
+    partitions: tuple[int, ...]
+    """Each topic's partition count, in the order of the probe's topics."""
+
+    def place(self, n: int) -> tuple[int, int]:
+        """(topic index, partition) of record ``n``."""
+        topic = n % len(self.partitions)
+        return topic, (n // len(self.partitions)) % self.partitions[topic]
+
+    def read(self, topic: int) -> int:
+        """The partition of topic ``topic`` the probe reads."""
+        return topic % self.partitions[topic]
 
 
 def _ends(consumer: Any, topics: list[str], wait_s: float = 60.0) -> list[Any]:

@@ -69,6 +69,9 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         assert row["ran"], row.get("reason")
         assert row["records_per_s"] > 0 and row["threads"] > 0 and row["sockets"] > 0 and row["peak_rss_mb"] > 0
         assert 0 <= row["p50_ms"] <= row["p99_ms"] and row["target_broker_cpu_s"] >= 0
+        # the probe writes to every partition and reads one of each topic; what it read arrived
+        probe = row["probe"]
+        assert probe["read_partitions"] == row["topics"] and 0 < probe["received"] == probe["read"]
         assert 0 < row["latency_machine_busy_percent"] <= 100
     for row in report["scaling"]:
         if row["contender"] == "geokafka":  # what `geokafka status` of the running flow cost, as an operator runs it
