@@ -13,11 +13,11 @@ from typing import Any
 from geokafka.bench.new_topic import new_topic_pickup
 from geokafka.bench.procstat import TreeSampler
 from geokafka.bench.setup import DST, SRC
-from geokafka.bench.watch import FETCH_WAIT_MS, FirstWritten, TargetCounter, VisibleEnds, latency_probe
+from geokafka.bench.watch import ENDS_EVERY_S, FETCH_WAIT_MS, FirstWritten, TargetCounter, VisibleEnds, latency_probe
 
-MIN_WINDOW_S = 0.25
-"""The shortest copy window a rate is taken from: five looks at the target's ends (every 50 ms); a shorter copy
-is timed from its process's start."""
+MIN_WINDOW_S = 5 * ENDS_EVERY_S
+"""The shortest copy window a rate is taken from: five looks at the target's ends; a shorter copy is timed from its
+process's start."""
 
 
 def run_replicator(
@@ -142,7 +142,7 @@ def run_replicator(
                 "cpu_s_per_gb": round((cpu_done - marks["cpu_half"]) / (half_n * size / 1e9), 1)}
         elif half_at is not None and half_at >= done_at:
             # a transaction that made the half and the rest visible at once (a short copy, a slow commit): the
-            # target's ends, looked at every 50 ms, have no later half to time
+            # target's ends, looked at every ENDS_EVERY_S, have no later half to time
             result["second_half_unmeasured"] = "the half and the last record became visible in the same look"
         if lat_topic and lat_target:
             result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s, warmup_s=lat_warmup_s,

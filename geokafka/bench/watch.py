@@ -6,7 +6,6 @@ import struct
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -99,6 +98,10 @@ class TargetCounter:
         self._thread.join(10)
 
 
+ENDS_EVERY_S = 0.05
+"""How often :class:`VisibleEnds` looks at a target topic's ends."""
+
+
 class VisibleEnds:
     """Samples the sum of a target topic's read_committed end offsets (its last stable offsets) every ``every_s``
     in a thread, with when each sample was taken: when records *became* visible, whatever a counter that reads
@@ -110,7 +113,7 @@ class VisibleEnds:
     million); :meth:`reached_at` says when the sum first reached a value, e.g. the final one.
     """
 
-    def __init__(self, bootstrap: str, topic: str, expected: int, every_s: float = 0.05) -> None:
+    def __init__(self, bootstrap: str, topic: str, expected: int, every_s: float = ENDS_EVERY_S) -> None:
         self.bootstrap, self.topic, self.expected, self.every_s = bootstrap, topic, expected, every_s
         self.samples: list[tuple[float, int]] = []
         self.first_at: float | None = None
@@ -296,13 +299,11 @@ def latency_probe(src: str, src_topic: str | Sequence[str], dst: str, dst_topic:
         "fetch.min.bytes": 1,
     })
     targets = [dst_topic] if isinstance(dst_topic, str) else list(dst_topic)
-    ends = _ends(consumer, targets)
-    spread: OnePerTopic | None = None
-    if one_per_topic:
-        counts = Counter(tp.topic for tp in ends)
-        spread = OnePerTopic(tuple(counts[t] for t in targets))
-        index = {t: i for i, t in enumerate(targets)}
-        ends = [tp for tp in ends if tp.partition == spread.read(index[tp.topic])]
+    partitions = _partitions(consumer, targets)
+    spread = OnePerTopic(tuple(len(partitions[t]) for t in targets)) if one_per_topic else None
+    read = ([(t, spread.read(i)) for i, t in enumerate(targets)] if spread is not None
+            else [(t, p) for t in targets for p in partitions[t]])
+    ends = _at_end(consumer, read)  # only the partitions read: one request each
     consumer.assign(ends)
     consumer.consume(100, 0.5)
     producer = Producer({"logger": silent_logger(), "bootstrap.servers": src, "acks": "all", "linger.ms": 0})
@@ -378,24 +379,27 @@ class OnePerTopic:
         return topic % self.partitions[topic]
 
 
-def _ends(consumer: Any, topics: list[str], wait_s: float = 60.0) -> list[Any]:
-    """Every partition of ``topics`` at its end, once every topic is there (a replicator creates them)."""
-    from confluent_kafka import TopicPartition
-
+def _partitions(consumer: Any, topics: list[str], wait_s: float = 60.0) -> dict[str, list[int]]:
+    """Each of ``topics``' partitions, once every topic is there (a replicator creates them)."""
     deadline = time.monotonic() + wait_s
     while True:
         listed = consumer.list_topics(timeout=10).topics
         missing = [t for t in topics if t not in listed or listed[t].error is not None or not listed[t].partitions]
         if not missing:
-            break
+            return {t: sorted(listed[t].partitions) for t in topics}
         if time.monotonic() > deadline:
             raise RuntimeError(f"latency probe: {', '.join(missing[:3])} never appeared on the target")
         time.sleep(0.5)
+
+
+def _at_end(consumer: Any, partitions: list[tuple[str, int]]) -> list[Any]:
+    """Each (topic, partition) positioned at its current end."""
+    from confluent_kafka import TopicPartition
+
     ends = []
-    for topic in topics:
-        for p in listed[topic].partitions:
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
-            ends.append(TopicPartition(topic, p, high))
+    for topic, p in partitions:
+        _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5, cached=False)
+        ends.append(TopicPartition(topic, p, high))
     return ends
 
 

@@ -16,7 +16,8 @@ def _spec(tmp_path: Path, **broker_config: str) -> LocalClusterSpec:
 
 
 def test_index_files_are_small_yet_hold_a_whole_segments_entries(tmp_path: Path) -> None:
-    props = server_properties(_spec(tmp_path), _spec(tmp_path).node(1))
+    spec = _spec(tmp_path)
+    props = server_properties(spec, spec.node(1))
     index = int(props["log.index.size.max.bytes"])
     entries = int(props["log.segment.bytes"]) // KAFKA_INDEX_INTERVAL_BYTES
     assert entries * TIME_INDEX_ENTRY_BYTES <= index  # a segment rolls at its size, not because an index filled
