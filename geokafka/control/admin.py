@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, OffsetSpec
 from confluent_kafka.cimpl import _AdminClientImpl
 
-from geokafka.control.client_threads import started_thread, thread_cpu_s, thread_ids
+from geokafka.control.client_threads import started_threads, thread_cpu_s, thread_ids
 from geokafka.control.connection import LIBRDKAFKA_LOG, ClusterConnection
 from geokafka.control.kafka_errors import classify
 from geokafka.errors import (
@@ -198,16 +198,17 @@ class ClusterAdmin:
             text = exc.args[0].str() if exc.args and isinstance(exc.args[0], KafkaError) else str(exc)
             cls = AuthError if _security_settings_refused(conn) else KafkaOperationError
             raise cls(f"cluster {conn.name}: client settings rejected: {text}", kafka_code=kafka_error_code(exc)) from None
-        self._background_thread = started_thread(threads_before, "rdk:bg")
-        """Where the client turns its answers into Python objects (None: not told apart from another's)."""
+        self._client_threads = started_threads(threads_before)
+        """Where the client builds its requests, parses the answers and turns them into Python objects (those
+        told apart from another client's)."""
         self._reader: Consumer | None = None
         with _admins_lock:
             _admins.add(self)
 
     def background_cpu_s(self) -> float:
-        """CPU seconds the client's background thread has used, where its answers become Python objects (0.0 where
-        the thread is unknown): what a call costs beyond the calling thread's own CPU."""
-        return thread_cpu_s(self._background_thread)
+        """CPU seconds the client's own threads have used (``rdk:main`` and ``rdk:bg``; 0.0 for a thread not told
+        apart): what a call costs beyond the calling thread's own CPU."""
+        return sum(thread_cpu_s(tid) for tid in self._client_threads)
 
     def check_reachable(self) -> None:
         """Raise ClusterUnreachableError/AuthError unless the cluster answers a metadata request."""

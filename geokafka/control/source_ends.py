@@ -97,6 +97,8 @@ class SourceEndsWatch:
         """The last observation written to the target."""
         self.seen_at_ms = 0
         """When a look last found :attr:`last`'s ends unchanged."""
+        self._last_read: Mapping[TopicPartitionKey, int] | None = None
+        """The ends :attr:`last` was made of, as read: an unchanged look is told without keying every partition."""
         self._clock = clock or (lambda: int(time.time() * 1000))
 
     def observe(self, pairs: Sequence[TopicPair]) -> SourceEnds | None:
@@ -116,9 +118,8 @@ class SourceEndsWatch:
             # the last look that found the source answering: the full observation, or a later one that saw it again
             return self._write(replace(self.last, at_ms=max(self.last.at_ms, self.seen_at_ms), failed_at_ms=self._clock()))
         self.rates.add(at_ms, sum(ends.values()))
-        observed = {contract.partition_key(t, p): end for (t, p), end in ends.items()}
         last = self.last
-        if last is not None and last.failed_at_ms is None and last.ends == observed:
+        if last is not None and last.failed_at_ms is None and ends == self._last_read:
             # nothing moved: say only when it was seen again (a few bytes, not every partition's end again)
             try:
                 self.store.write(SourceEndsSeen(self.flow, at_ms, last.at_ms), timeout_s=5.0)
@@ -127,13 +128,15 @@ class SourceEndsWatch:
                 return None
             self.seen_at_ms = at_ms
             return last
-        return self._write(SourceEnds(self.flow, at_ms, observed, self.rates.peak()))
+        observed = {contract.partition_key(t, p): end for (t, p), end in ends.items()}
+        return self._write(SourceEnds(self.flow, at_ms, observed, self.rates.peak()), ends)
 
-    def _write(self, observation: SourceEnds) -> SourceEnds | None:
+    def _write(self, observation: SourceEnds, read: Mapping[TopicPartitionKey, int] | None = None) -> SourceEnds | None:
         try:
             self.store.write(observation, timeout_s=5.0)
         except GeokafkaError as exc:
             log.debug("flow %s: source observation not written: %s", self.flow, exc)
             return None
         self.last = observation
+        self._last_read = read
         return observation

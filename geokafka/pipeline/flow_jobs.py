@@ -199,7 +199,7 @@ class FlowJobs:
                  seconds(refresh), refresh_from, seconds(sync_s))
 
     def _observer_cpu_s(self) -> float:
-        """CPU seconds of the source observer's background thread: part of what the observation jobs cost."""
+        """CPU seconds of the source observer's own threads (``rdk:main``, ``rdk:bg``): part of what a look costs."""
         return self.clients.observer.background_cpu_s()
 
     def _ids_cpu_s(self) -> float:

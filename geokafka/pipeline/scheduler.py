@@ -34,10 +34,10 @@ class Job:
     ``cpu_clock``'s advance while it ran: under :class:`ThreadScheduler` the job's own thread's CPU time, so
     neither other threads' work (another flow starting, Spark's bridge) nor a loaded machine's longer runs
     count (the process's CPU did: at load ~17 it stretched a 250-ms observation to 4.3 s), plus ``extra_cpu``'s
-    advance: the threads that work for the job's calls (a Kafka client's background thread, where an admin
-    client's answers become Python objects: at 200 topics x 10, a quarter of an end-offset look's CPU and most
-    of a topic-ID look's); the least of the last :data:`COST_RUNS` runs, so only a cost every run pays
-    stretches its period.
+    advance: the threads that work for the job's calls (a Kafka client's own threads, where an admin client's
+    requests are built and its answers parsed and turned into Python objects: at 200 topics x 10, nearly two
+    thirds of an end-offset look's CPU and most of a topic-ID look's); the least of the last :data:`COST_RUNS`
+    runs, so only a cost every run pays stretches its period.
     """
 
     name: str

@@ -1,4 +1,4 @@
-"""A Kafka client's background thread found among the process's threads, and its CPU counted (Linux /proc)."""
+"""A Kafka client's own threads found among the process's threads, and their CPU counted (Linux /proc)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from geokafka.control.admin import ClusterAdmin
-from geokafka.control.client_threads import started_thread, thread_cpu_s, thread_ids
+from geokafka.control.client_threads import started_thread, started_threads, thread_cpu_s, thread_ids
 from geokafka.control.connection import ClusterConnection
 
 pytestmark = pytest.mark.skipif(not thread_ids(), reason="no /proc/self/task here")
@@ -22,14 +22,15 @@ def _dead_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_an_admin_client_knows_its_background_thread_and_its_cpu() -> None:
+def test_an_admin_client_knows_its_main_and_background_threads_and_their_cpu() -> None:
     conn = ClusterConnection(name="nowhere", bootstrap=f"127.0.0.1:{_dead_port()}", security={})
     admin = ClusterAdmin(conn, timeout_s=0.5)
     try:
-        tid = admin._background_thread
-        assert tid is not None and tid in thread_ids()
-        assert open(f"/proc/self/task/{tid}/comm").read().strip() == "rdk:bg"
-        assert 0.0 <= admin.background_cpu_s() <= thread_cpu_s(tid)  # read again later: never less
+        tids = admin._client_threads
+        assert all(tid in thread_ids() for tid in tids)
+        # where requests are built and answers parsed, and where the answers become Python objects
+        assert sorted(open(f"/proc/self/task/{tid}/comm").read().strip() for tid in tids) == ["rdk:bg", "rdk:main"]
+        assert 0.0 <= admin.background_cpu_s() <= sum(thread_cpu_s(tid) for tid in tids)  # read again later: never less
     finally:
         admin.close()
 
@@ -42,6 +43,7 @@ def test_two_clients_made_at_once_are_not_told_apart_and_an_unknown_thread_costs
     client = AdminClient({"bootstrap.servers": f"127.0.0.1:{_dead_port()}"})
     assert started_thread(one, "rdk:bg") is not None
     assert started_thread(thread_ids(), "rdk:bg") is None  # nothing started since
+    assert started_threads(before) == () and len(started_threads(one)) == 2  # rdk:main and rdk:bg, when told apart
     assert len(clients) == 2 and client is not None  # each client's thread is alive up to here
     assert thread_cpu_s(None) == 0.0 and thread_cpu_s(2**22 + 12345) == 0.0  # above Linux's largest thread ID
 

@@ -128,3 +128,19 @@ def test_an_idle_source_is_seen_again_in_a_small_record_and_its_failure_dated_fr
     clock.ms += 250
     marked = watch.observe(PAIRS)
     assert marked is not None and marked.at_ms == last_look and marked.failed_at_ms == clock.ms
+
+
+def test_a_look_that_finds_one_partition_moved_after_idle_ones_writes_every_end_again() -> None:
+    clock, store = Clock(), InMemoryStateStore()
+    ends = {("orders", 0): 5, ("orders", 1): 7, ("pay", 0): 0}
+    watch = SourceEndsWatch("f", lambda partitions: dict(ends), store, clock=clock)
+    watch.observe(PAIRS)
+    clock.ms += 250
+    watch.observe(PAIRS)
+    ends[("pay", 0)] = 1
+    clock.ms += 250
+    moved = watch.observe(PAIRS)
+    assert [key for key, _ in store.log] == ["ends/f", "ends-seen/f", "ends/f"]
+    assert moved is not None and moved.ends == {"orders/0": 5, "orders/1": 7, "pay/0": 1} and moved.at_ms == clock.ms
+    clock.ms += 250
+    assert watch.observe(PAIRS) == moved and store.log[-1][0] == "ends-seen/f"  # idle again: seen again
