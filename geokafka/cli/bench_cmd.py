@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from geokafka.artifacts.jars import local_kafka_jars
@@ -148,9 +150,30 @@ def bench(ctx: CliContext, quick: bool, datasets: tuple[str, ...], keep: bool, o
     if ctx.json_output:
         ctx.emit(report)
         return
-    for table in render(report):
-        ctx.console.print(table)
+    print_tables(ctx.console, render(report))
     ctx.console.print(f"report: {path}")
+
+
+PIPED_MAX_WIDTH = 400
+"""Piped output (a log, CI): a table up to this wide is printed on one line per row instead of wrapping its
+cells at the console's 160 columns (the scaling table has 19 columns)."""
+
+
+def print_tables(console: Console, tables: list[Table]) -> None:
+    """Print ``tables`` on ``console``: on a terminal at its width; piped, each at its own natural width (up to
+    :data:`PIPED_MAX_WIDTH`), so a row stays one line a script or a person can read."""
+    if console.is_terminal:
+        for table in tables:
+            console.print(table)
+        return
+    width = console.width
+    try:
+        for table in tables:
+            natural = Measurement.get(console, console.options.update_width(PIPED_MAX_WIDTH), table).maximum
+            console.width = max(width, min(natural, PIPED_MAX_WIDTH))
+            console.print(table)
+    finally:
+        console.width = width
 
 
 COMMANDS = [bench]
