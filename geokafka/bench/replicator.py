@@ -28,7 +28,7 @@ def run_replicator(
     timeout_s: float = 600, env: dict[str, str] | None = None,
     broker_pid: int | None = None, idle_s: float = 0.0, log_sizes: Callable[[], dict[str, int]] | None = None,
     while_running: Callable[[], dict[str, Any]] | None = None,
-    new_topic: tuple[str, str, int] | None = None,
+    new_topic: tuple[str, str, int] | None = None, count_after: bool = False,
 ) -> dict[str, Any]:
     """Start ``cmd``; measure until ``target_topic`` (or every topic of a list) holds ``records``;
     then the latency probe (over every topic of ``lat_topic``, each read on ``lat_target``, its consumer's fetches
@@ -37,7 +37,14 @@ def run_replicator(
     ``idle_s``, its cost while nothing is written (its CPU, the target broker's ``broker_pid`` CPU, and the growth
     of the target's internal topics as ``log_sizes`` reads them, per hour); then, with ``new_topic`` (source topic,
     its replica's name, partitions), how long the replicator takes to copy a topic created under it
-    (:func:`~geokafka.bench.new_topic.new_topic_pickup`); stop it."""
+    (:func:`~geokafka.bench.new_topic.new_topic_pickup`); stop it.
+
+    With ``count_after``, only the target's read_committed ends are watched while the copy runs (every
+    :func:`~geokafka.bench.watch.ends_every_s` of their partitions), and the counter that reads every record
+    confirms they all arrived once each partition's end reached its share: over thousands of partitions the
+    counter's fetches kept the target broker busy and slowed the copy it measured. Without it (the record-size
+    sections) the counter reads beside the copy, as it always has, and one topic's ends say when the records
+    became visible."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
         t0 = time.monotonic()
@@ -46,9 +53,10 @@ def run_replicator(
     sampler = TreeSampler(proc.pid).start()
     broker = TreeSampler(broker_pid, 1.0).start() if broker_pid is not None else None
     counter = TargetCounter(DST, target_topic, records)
-    # one topic: its ends say when records became visible, while the counter (which reads them all) may be behind
-    one = [target_topic] if isinstance(target_topic, str) else list(target_topic)
-    ends = VisibleEnds(DST, one[0], records) if len(one) == 1 else None
+    # the ends say when records became visible, while the counter (which reads them all) may be behind
+    targets = [target_topic] if isinstance(target_topic, str) else list(target_topic)
+    ends = VisibleEnds(DST, targets, records, None if count_after else ENDS_EVERY_S) \
+        if count_after or len(targets) == 1 else None
     marks: dict[str, float] = {}
 
     def first() -> None:
@@ -74,12 +82,19 @@ def run_replicator(
     written = FirstWritten(DST, target_topic)
     written.on_first = first_written
     written.start()
-    counter.start()
+    if not count_after:
+        counter.start()
     if ends is not None:
         ends.start()
     result: dict[str, Any] = {"contender": name, "records": records, "record_bytes": size, "topic": topic}
     try:
         deadline = t0 + timeout_s
+        if count_after and ends is not None:
+            while time.monotonic() < deadline and not ends.complete.wait(1.0):
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {proc.returncode} (see {log})")
+            counter.start()  # every partition's end reached its share: the counter confirms every record is there
+            result["counted_after"] = True
         while time.monotonic() < deadline and not counter.wait(1.0):
             if proc.poll() is not None:
                 raise RuntimeError(f"{name} exited with {proc.returncode} (see {log})")
@@ -116,7 +131,8 @@ def run_replicator(
             opened, cpu_open, in_window = first_at, marks.get("cpu_first"), records - first_count
             basis = "first record visible -> last (start excluded)"
         steady = done_at - opened
-        if steady > MIN_WINDOW_S and in_window >= records // 2 and cpu_open is not None:
+        min_window_s = MIN_WINDOW_S if ends is None else 5 * ends.every_s  # five looks at the ends
+        if steady > min_window_s and in_window >= records // 2 and cpu_open is not None:
             seconds, cpu = steady, cpu_done - cpu_open
         else:
             in_window, seconds, cpu, basis = records, wall, cpu_done, "process start -> last record (start included)"
@@ -142,7 +158,7 @@ def run_replicator(
                 "cpu_s_per_gb": round((cpu_done - marks["cpu_half"]) / (half_n * size / 1e9), 1)}
         elif half_at is not None and half_at >= done_at:
             # a transaction that made the half and the rest visible at once (a short copy, a slow commit): the
-            # target's ends, looked at every ENDS_EVERY_S, have no later half to time
+            # target's ends, looked at every ENDS_EVERY_S (or ends_every_s), have no later half to time
             result["second_half_unmeasured"] = "the half and the last record became visible in the same look"
         if lat_topic and lat_target:
             result["latency"] = latency_probe(SRC, lat_topic, DST, lat_target, lat_rate, lat_s, warmup_s=lat_warmup_s,
@@ -160,7 +176,7 @@ def run_replicator(
         written.stop()
         counter.stop()
         if ends is not None:
-            ends.stop()
+            ends.close()
         sampler.stop()
         if broker is not None:
             broker.stop()
@@ -200,3 +216,4 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(10)
     except ProcessLookupError:
         pass
+

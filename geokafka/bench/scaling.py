@@ -3,7 +3,8 @@
 Each shape is T topics of P partitions (the large ones many topics of 10 partitions, as real clusters spread them:
 200 x 10, 500 x 10), and each contender gets topics of its own. Per shape, the same data: a backlog of ``records``
 records of ``size`` bytes spread over every partition, replicated from the start (throughput, first record, the
-time the whole backlog took), then ``rate`` records/s for ``latency_s`` seconds spread over the same partitions
+time the whole backlog took: the target's read_committed ends watched while it copies, every record counted after
+it), then ``rate`` records/s for ``latency_s`` seconds spread over the same partitions
 (p50 / p99, read on one partition of each topic), then, at MirrorMaker 2's shape and the largest, ``idle_s``
 seconds with no traffic at all (the contender's CPU and the target broker's, and how fast the target's internal
 topics grow). Threads, sockets and RSS are the peaks of the contender's process tree over the run.
@@ -75,7 +76,9 @@ def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: t
                                       "timeout_s": 600 + records / 200, "broker_pid": broker_pid(target),
                                       "idle_s": idle, "log_sizes": internal_topic_bytes(target),
                                       # beside MirrorMaker 2 (same refresh): a topic of the set created under it
-                                      "new_topic": count == mm2_at and topics > 1}
+                                      "new_topic": count == mm2_at and topics > 1,
+                                      # the ends watched during the copy, the records counted after it
+                                      "count_after": True}
             load_before = os.getloadavg()[0]
             try:
                 if name == "geokafka":
@@ -100,6 +103,7 @@ def scaling_row(name: str, topics: int, partitions: int, result: dict[str, Any])
         "contender": name, "topics": topics, "partitions": partitions, "ran": True,
         "records_per_s": result.get("records_per_s"), "first_record_s": result.get("startup_s"),
         "backlog_done_s": result.get("wall_s"), "cpu_s_per_gb": result.get("cpu_s_per_gb"),
+        "counted_after": bool(result.get("counted_after")),
         "p50_ms": latency.get("p50_ms"), "p99_ms": latency.get("p99_ms"),
         "latency_machine_busy_percent": latency.get("machine_busy_percent"),
         "probe": {key: latency.get(key) for key in ("read_partitions", "read", "received")},

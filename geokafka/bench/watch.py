@@ -103,18 +103,27 @@ ENDS_EVERY_S = 0.05
 
 
 class VisibleEnds:
-    """Samples the sum of a target topic's read_committed end offsets (its last stable offsets) every ``every_s``
+    """Samples the sum of target topics' read_committed end offsets (their last stable offsets) every ``every_s``
     in a thread, with when each sample was taken: when records *became* visible, whatever a counter that reads
     them is still at. A counter that consumes every record in Python falls behind a fast copy on a loaded machine
-    (it read 1 KiB records at about 90,000 a second under a load of 8), and its times then measure itself.
+    (it read 1 KiB records at about 90,000 a second under a load of 8), and its times then measure itself; over
+    2,000 partitions its fetches also kept the target broker busy: the copy ran at a third of its rate.
 
-    ``on_first`` and ``on_half`` run in this thread as the sum first exceeds 0 and first reaches half of
-    ``expected`` (offsets count a transaction's commit markers too: a few per commit, next to records by the
-    million); :meth:`reached_at` says when the sum first reached a value, e.g. the final one.
+    ``topic`` is one topic or a list of them; ``every_s`` None looks as often as :func:`ends_every_s` says for their
+    partitions. ``on_first`` and ``on_half`` run in this thread as the sum first
+    exceeds 0 and first reaches half of ``expected`` (offsets count a transaction's commit markers too: a few per
+    commit, next to records by the million); :meth:`reached_at` says when the sum first reached a value, e.g. the
+    final one. :attr:`complete` is set once every partition's end reached its share of ``expected``, the records
+    spread over the partitions in turn as :func:`~geokafka.bench.setup.load` writes them (a few markers may still
+    stand for records not there yet: a counter confirms).
     """
 
-    def __init__(self, bootstrap: str, topic: str, expected: int, every_s: float = ENDS_EVERY_S) -> None:
-        self.bootstrap, self.topic, self.expected, self.every_s = bootstrap, topic, expected, every_s
+    def __init__(self, bootstrap: str, topic: str | Sequence[str], expected: int,
+                 every_s: float | None = ENDS_EVERY_S) -> None:
+        self.bootstrap, self.expected = bootstrap, expected
+        self.every_s = ENDS_EVERY_S if every_s is None else every_s
+        self._every_for_partitions = every_s is None
+        self.topics = [topic] if isinstance(topic, str) else list(topic)
         self.samples: list[tuple[float, int]] = []
         self.first_at: float | None = None
         self.first_sum = 0
@@ -122,38 +131,42 @@ class VisibleEnds:
         self.half_sum = 0
         self.on_first: Callable[[], None] | None = None
         self.on_half: Callable[[], None] | None = None
-        self._partitions: list[Any] = []
+        self.complete = threading.Event()
+        self._partitions: list[tuple[str, int]] = []
         self._admin: Any = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True, name="bench-visible-ends")
 
     def start(self) -> VisibleEnds:
-        from confluent_kafka.admin import AdminClient
+        from geokafka.control.admin import ClusterAdmin
+        from geokafka.control.connection import ClusterConnection
 
-        config: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "logger": silent_logger()}
-        self._admin = AdminClient(config)
+        self._admin = ClusterAdmin(ClusterConnection(name="bench target", bootstrap=self.bootstrap, security={}),
+                                   timeout_s=5.0)
         self._thread.start()
         return self
 
     def sample(self) -> int | None:
-        """One look: the sum of the topic's read_committed ends (kept with its time), or None when the topic is
-        not there yet or the look failed."""
-        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
-        from confluent_kafka.admin import OffsetSpec
+        """One look: the sum of the topics' read_committed ends (kept with its time), or None when a topic is not
+        there yet or the look failed."""
+        from geokafka.errors import GeokafkaError
 
         try:
             if not self._partitions:
-                meta = self._admin.list_topics(self.topic, timeout=5).topics.get(self.topic)
-                if meta is None or meta.error is not None or not meta.partitions:
+                counts = self._admin.topic_partitions()
+                if any(not counts.get(name) for name in self.topics):
                     return None
-                self._partitions = [TopicPartition(self.topic, p) for p in sorted(meta.partitions)]
-            futures = self._admin.list_offsets({tp: OffsetSpec.latest() for tp in self._partitions},
-                                               isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=5)
-            total = sum(f.result(timeout=6).offset for f in futures.values())
-        except (KafkaException, TimeoutError):
+                self._partitions = [(name, p) for name in self.topics for p in range(counts[name])]
+                if self._every_for_partitions:
+                    self.every_s = ends_every_s(len(self._partitions))
+            ends = self._admin.offsets(self._partitions, timeout_s=5.0)
+        except GeokafkaError:
             return None
         at = time.monotonic()
+        total = sum(ends.values())
         self.samples.append((at, total))
+        if not self.complete.is_set() and every_share_reached(self._partitions, ends, self.expected):
+            self.complete.set()
         return total
 
     def _run(self) -> None:
@@ -175,8 +188,32 @@ class VisibleEnds:
         return reached_at(self.samples, value)
 
     def stop(self) -> None:
+        """No more looks in the thread (:meth:`sample` still looks once more)."""
         self._stop.set()
         self._thread.join(10)
+
+    def close(self) -> None:
+        """Stop, and release the admin client."""
+        self.stop()
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+
+def ends_every_s(partitions: int) -> float:
+    """How often :class:`VisibleEnds` looks at ``partitions`` partitions: every :data:`ENDS_EVERY_S`, less often
+    past 500 (a look at 2,000 costs ~20 ms of the bench's CPU: every 0.2 s there, 0.5 s at 5,000)."""
+    return max(ENDS_EVERY_S, partitions / 10_000)
+
+
+def every_share_reached(partitions: Sequence[tuple[str, int]], ends: dict[tuple[str, int], int], records: int) -> bool:
+    """Whether each of ``partitions`` (in the order :func:`~geokafka.bench.setup.load` writes to them in turn) has an
+    end at or past its share of ``records``."""
+    count = len(partitions)
+    if count == 0:
+        return False
+    base, extra = divmod(records, count)
+    return all(ends.get(tp, 0) >= base + (1 if i < extra else 0) for i, tp in enumerate(partitions))
 
 
 def reached_at(samples: Sequence[tuple[float, int]], value: int) -> float | None:

@@ -67,6 +67,7 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
     assert scaling == [("geokafka", 1, 6), ("geokafka", 6, 60), ("mm2", 6, 60)]
     for row in report["scaling"]:
         assert row["ran"], row.get("reason")
+        assert row["counted_after"]  # the target's ends watched while it copied; every record counted after
         assert row["records_per_s"] > 0 and row["threads"] > 0 and row["sockets"] > 0 and row["peak_rss_mb"] > 0
         assert 0 <= row["p50_ms"] <= row["p99_ms"] and row["target_broker_cpu_s"] >= 0
         # the probe writes to every partition and reads one of each topic; what it read arrived
