@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic, OffsetSpec
 from confluent_kafka.cimpl import _AdminClientImpl
 
-from geokafka.control.client_threads import started_threads, thread_cpu_s, thread_ids
+from geokafka.control.client_threads import CLIENT_THREADS, named_threads, thread_cpu_s, thread_ids
 from geokafka.control.connection import LIBRDKAFKA_LOG, ClusterConnection
 from geokafka.control.kafka_errors import classify
 from geokafka.errors import (
@@ -198,7 +198,9 @@ class ClusterAdmin:
             text = exc.args[0].str() if exc.args and isinstance(exc.args[0], KafkaError) else str(exc)
             cls = AuthError if _security_settings_refused(conn) else KafkaOperationError
             raise cls(f"cluster {conn.name}: client settings rejected: {text}", kafka_code=kafka_error_code(exc)) from None
-        self._client_threads = started_threads(threads_before)
+        self._started_threads = frozenset(thread_ids() - threads_before)
+        """The threads started while the client was made: its own, and any another client made meanwhile."""
+        self._client_threads = named_threads(self._started_threads)
         """Where the client builds its requests, parses the answers and turns them into Python objects (those
         told apart from another client's)."""
         self._reader: Consumer | None = None
@@ -208,6 +210,8 @@ class ClusterAdmin:
     def background_cpu_s(self) -> float:
         """CPU seconds the client's own threads have used (``rdk:main`` and ``rdk:bg``; 0.0 for a thread not told
         apart): what a call costs beyond the calling thread's own CPU."""
+        if len(self._client_threads) < len(CLIENT_THREADS):  # a thread that had not named itself yet
+            self._client_threads = named_threads(self._started_threads)
         return sum(thread_cpu_s(tid) for tid in self._client_threads)
 
     def check_reachable(self) -> None:

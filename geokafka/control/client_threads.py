@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from geokafka.procfs import thread_cpu_s, thread_ids, thread_name
 
-__all__ = ["CLIENT_THREADS", "started_thread", "started_threads", "thread_cpu_s", "thread_ids"]
+__all__ = ["CLIENT_THREADS", "named_threads", "started_thread", "thread_cpu_s", "thread_ids"]
 
 CLIENT_THREADS = ("rdk:main", "rdk:bg")
 """The threads a librdkafka client starts with itself that work for its calls (its broker threads start as it
@@ -25,8 +25,13 @@ def started_thread(before: set[int], name: str) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def started_threads(before: set[int], names: tuple[str, ...] = CLIENT_THREADS) -> tuple[int, ...]:
-    """The threads named ``names`` started since ``before`` (:func:`started_thread` for each name), those that
-    can be told apart."""
-    found = (started_thread(before, name) for name in names)
-    return tuple(tid for tid in found if tid is not None)
+def named_threads(candidates: set[int] | frozenset[int], names: tuple[str, ...] = CLIENT_THREADS) -> tuple[int, ...]:
+    """The threads among ``candidates`` (e.g. those a client's constructor started) named ``names``, one a name,
+    those that can be told apart. A thread names itself once it runs, so a name not there yet is found on a
+    later call."""
+    found: dict[str, list[int]] = {name: [] for name in names}
+    for tid in candidates:
+        name = thread_name(tid)
+        if name in found:
+            found[name].append(tid)
+    return tuple(tids[0] for tids in found.values() if len(tids) == 1)
