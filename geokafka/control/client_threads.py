@@ -11,18 +11,11 @@ from __future__ import annotations
 
 from geokafka.procfs import thread_cpu_s, thread_ids, thread_name
 
-__all__ = ["CLIENT_THREADS", "named_threads", "started_thread", "thread_cpu_s", "thread_ids"]
+__all__ = ["CLIENT_THREADS", "named_threads", "thread_cpu_s", "thread_ids"]
 
 CLIENT_THREADS = ("rdk:main", "rdk:bg")
 """The threads a librdkafka client starts with itself that work for its calls (its broker threads start as it
 learns the cluster's brokers and are left out: a look costs them a few percent of what it costs these)."""
-
-
-def started_thread(before: set[int], name: str) -> int | None:
-    """The one thread named ``name`` started since ``before`` was taken (:func:`thread_ids`); None when there is
-    none, or more than one (another thread made a client meanwhile: which is whose is unknown)."""
-    found = [tid for tid in thread_ids() - before if thread_name(tid) == name]
-    return found[0] if len(found) == 1 else None
 
 
 def named_threads(candidates: set[int] | frozenset[int], names: tuple[str, ...] = CLIENT_THREADS) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from geokafka.control.admin import ClusterAdmin
-from geokafka.control.client_threads import named_threads, started_thread, thread_cpu_s, thread_ids
+from geokafka.control.client_threads import named_threads, thread_cpu_s, thread_ids
 from geokafka.control.connection import ClusterConnection
 
 pytestmark = pytest.mark.skipif(not thread_ids(), reason="no /proc/self/task here")
@@ -44,6 +44,13 @@ def _eventually_both(admin: ClusterAdmin) -> tuple[int, ...]:
     return admin._client_threads
 
 
+def _name_this_thread(name: str) -> None:
+    """Name the calling thread as Linux shows it (``comm``), as a librdkafka thread names itself once it runs."""
+    import threading
+
+    Path(f"/proc/self/task/{threading.get_native_id()}/comm").write_text(name)
+
+
 def test_a_client_s_thread_that_names_itself_late_is_found_on_a_later_call() -> None:
     import threading
 
@@ -52,7 +59,7 @@ def test_a_client_s_thread_that_names_itself_late_is_found_on_a_later_call() -> 
 
     def later() -> None:
         go.wait(5)
-        Path(f"/proc/self/task/{threading.get_native_id()}/comm").write_text("rdk:main")
+        _name_this_thread("rdk:main")
         named.set()
         time.sleep(0.5)
 
@@ -76,7 +83,7 @@ def test_a_name_two_candidate_threads_share_is_left_out() -> None:
     ready, end = threading.Barrier(4), threading.Event()
 
     def named(name: str) -> None:
-        Path(f"/proc/self/task/{threading.get_native_id()}/comm").write_text(name)
+        _name_this_thread(name)
         ready.wait(5)
         end.wait(5)
 
@@ -97,11 +104,12 @@ def test_a_name_two_candidate_threads_share_is_left_out() -> None:
 def test_two_clients_made_at_once_are_not_told_apart_and_an_unknown_thread_costs_nothing() -> None:
     before = thread_ids()
     clients = [AdminClient({"bootstrap.servers": f"127.0.0.1:{_dead_port()}"}) for _ in range(2)]
-    assert started_thread(before, "rdk:bg") is None  # two new background threads: which is whose is unknown
+    assert named_threads(thread_ids() - before, ("rdk:bg",)) == ()  # two background threads: which is whose is unknown
     one = thread_ids()
     client = AdminClient({"bootstrap.servers": f"127.0.0.1:{_dead_port()}"})
-    assert started_thread(one, "rdk:bg") is not None
-    assert started_thread(thread_ids(), "rdk:bg") is None  # nothing started since
+    assert len(named_threads(thread_ids() - one, ("rdk:bg",))) == 1
+    now = thread_ids()
+    assert named_threads(thread_ids() - now, ("rdk:bg",)) == ()  # nothing started since
     assert len(clients) == 2 and client is not None  # each client's thread is alive up to here
     assert thread_cpu_s(None) == 0.0 and thread_cpu_s(2**22 + 12345) == 0.0  # above Linux's largest thread ID
 
