@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kafka_util import produce, read_all
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from kafka_util import produce, watermarks
 
 from geokafka.control.connection import ClusterConnection
 from geokafka.control.state_store import KafkaStateStore, StateSnapshot
@@ -189,14 +190,37 @@ def wait_job_runs(runners: dict[str, FlowRunner], flow: str, job: str, more: int
 
 
 def sentinels_through(src: ClusterConnection, src_topic: str, dst: ClusterConnection, dst_topic: str,
-                      partitions: int, timeout_s: float = 90.0) -> set[bytes]:
+                      partitions: int, timeout_s: float = 90.0, check: Callable[[], None] | None = None) -> set[bytes]:
     """Produce one sentinel record to every partition of ``src_topic`` and wait until each is on ``dst_topic``:
     a flow keeps a partition's order, so everything written before them was handled by then (positive
-    evidence, where a fixed sleep would only hope). Returns the sentinels' values."""
+    evidence, where a fixed sleep would only hope). Returns the sentinels' values.
+
+    The target is read from its ends as they were before the sentinels were produced (the sentinels can only
+    land after them), by one consumer that keeps its place: a wait after a large copy does not read the whole
+    topic again on every look. ``check`` runs at every look (say, an assertion that the mirror still runs)."""
     tag = uuid.uuid4().hex[:8]
     values = {f"sentinel-{tag}-{p}".encode() for p in range(partitions)}
-    produce(src, src_topic, [{"key": b"sentinel", "value": f"sentinel-{tag}-{p}".encode(), "partition": p}
-                             for p in range(partitions)])
-    wait_for(lambda: values <= {r.value for r in read_all(dst, dst_topic, timeout_s=10)}, timeout_s,
-             f"the sentinels of {src_topic} on {dst_topic}")
+    consumer = Consumer(dst.librdkafka(**{"group.id": f"test-sentinels-{tag}", "enable.auto.commit": False,
+                                          "isolation.level": "read_committed"}))
+    try:
+        starts = [TopicPartition(dst_topic, p, watermarks(consumer, TopicPartition(dst_topic, p))[1])
+                  for p in range(partitions)]
+        produce(src, src_topic, [{"key": b"sentinel", "value": f"sentinel-{tag}-{p}".encode(), "partition": p}
+                                 for p in range(partitions)])
+        consumer.assign(starts)
+        seen: set[bytes] = set()
+
+        def arrived() -> bool:
+            if check is not None:
+                check()
+            for msg in consumer.consume(10_000, 0.5):
+                if msg.error():
+                    raise KafkaException(msg.error())
+                if msg.value() in values:
+                    seen.add(msg.value())
+            return values <= seen
+
+        wait_for(arrived, timeout_s, f"the sentinels of {src_topic} on {dst_topic}")
+    finally:
+        consumer.close()
     return values

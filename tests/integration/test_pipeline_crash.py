@@ -1,4 +1,4 @@
-"""Exactly-once effect across crashes: kill -9 the pipeline 20 times during a 200k-record stream.
+"""Exactly-once effect across crashes: kill -9 the pipeline 20 times while a stream of records runs through them.
 
 The mirror runs on a Spark cluster of its own (``local-cluster``: a master, a worker and two
 executor JVMs under the mirror process), so both halves are killed for real: the whole process
@@ -19,14 +19,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kafka_util import create_topic, produce, read_all
-from pipeline_util import wait_for, with_flows
+from confluent_kafka import Producer
+from kafka_util import create_topic, read_all
+from pipeline_util import sentinels_through, wait_for, with_flows
 
 from geokafka.control.provenance import source_position
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=230), pytest.mark.timeout(1500)]
 
-TOTAL = 200_000
+CHUNK = 500
+MIN_RECORDS = 50_000
 PARTITIONS = 6
 
 
@@ -89,15 +91,21 @@ def test_twenty_kill_minus_nine_lose_nothing_duplicate_nothing(base_topology, ea
     topology_file.write_text(yaml.safe_dump(data))
     rng = random.Random(20)
 
+    kills_done = threading.Event()
+    produced = [0]
+
     def stream() -> None:
+        """Records until the last kill (500 every half second or so), so that every kill finds the pipeline writing."""
+        writer = Producer(east.librdkafka(**{"linger.ms": 5, "enable.idempotence": True}))
         now = int(time.time() * 1000)
-        for start in range(0, TOTAL, 5_000):
-            produce(east, topic, [
-                {"key": f"k{i}".encode(), "value": f"{i:08d}".encode() * 12, "partition": i % PARTITIONS,
-                 "timestamp": now + i}
-                for i in range(start, start + 5_000)
-            ])
-            time.sleep(0.3)
+        while not kills_done.is_set() or produced[0] < MIN_RECORDS:
+            start = produced[0]
+            for i in range(start, start + CHUNK):
+                writer.produce(topic, key=f"k{i}".encode(), value=f"{i:08d}".encode() * 12,
+                               partition=i % PARTITIONS, timestamp=now + i)
+            assert writer.flush(60) == 0
+            produced[0] = start + CHUNK
+            time.sleep(0.5)
 
     producer = threading.Thread(target=stream, daemon=True)
     producer.start()
@@ -120,27 +128,31 @@ def test_twenty_kill_minus_nine_lose_nothing_duplicate_nothing(base_topology, ea
                 except (ProcessLookupError, IndexError):
                     continue
                 kills["executor"] += 1
+        kills_done.set()
         producer.join(300)
         assert not producer.is_alive()
+        total = produced[0]
         source = read_all(east, topic, timeout_s=120)
-        assert len(source) == TOTAL
+        assert len(source) == total
 
-        def caught_up() -> bool:
+        # a sentinel behind the last record of every partition, through: whatever the kills left to redo
+        # was written before it (the copy keeps a partition's order), duplicates included
+        def running() -> None:
             assert proc.poll() is None, log.read_text()[-2000:]
-            counts = read_all(west, f"east.{topic}", timeout_s=60)
-            return len(counts) >= TOTAL
 
-        wait_for(caught_up, 300, "the target to catch up after the last kill")
-        time.sleep(3)  # anything still in flight would show up as a duplicate now
+        sentinels = sentinels_through(east, topic, west, f"east.{topic}", PARTITIONS, timeout_s=300, check=running)
     finally:
+        kills_done.set()
         if proc.poll() is None:
             _kill_group(proc)
-    target = read_all(west, f"east.{topic}", timeout_s=120)
+    copied = read_all(west, f"east.{topic}", timeout_s=120)
+    assert sorted(r.value for r in copied if r.value in sentinels) == sorted(sentinels)  # each once
+    target = [r for r in copied if r.value not in sentinels]
     origins = [source_position(list(r.headers)) for r in target]
     seen = {(o.partition, o.offset) for o in origins if o is not None}
     assert kills == {"driver": 5, "executor": 15}
-    assert len(target) == TOTAL, f"{len(target) - TOTAL:+d} records (duplicates if positive)"
-    assert len(seen) == TOTAL  # no duplicates
+    assert len(target) == total, f"{len(target) - total:+d} records (duplicates if positive)"
+    assert len(seen) == total  # no duplicates
     assert seen == {(r.partition, r.offset) for r in source}  # nothing lost
     by_partition: dict[int, list[int]] = {}
     for o in origins:
