@@ -42,7 +42,7 @@ class BenchSizes:
     latency_warmup_s: float = 5.0
     """Traffic at the latency rate before the measured seconds: the first seconds of a topic that was
     idle during the throughput run (new consumers, first transactions, code not yet compiled) are
-    start-up, not the steady state the latency target is about."""
+    start-up, not the steady state the latency target is about. The scaling section's probe warms up as long."""
     scaling: tuple[tuple[int, int], ...] = ((1, 12), (1, 120), (120, 10), (200, 10), (500, 10))
     """The scaling section's shapes: (topics, partitions per topic)."""
     scaling_records: int = 200_000
@@ -64,7 +64,7 @@ class BenchSizes:
 
 QUICK = BenchSizes(records=100_000, partitions=6, small_records=100_000, latency_rate=500.0, latency_s=5.0,
                    latency_warmup_s=2.0, scaling=((1, 6), (6, 10)), scaling_records=12_000, scaling_rate=500.0,
-                   scaling_latency_s=5.0, idle_s=10.0, mm2_scaling_at=60, micro_batch=False,
+                   scaling_latency_s=5.0, idle_s=5.0, mm2_scaling_at=60, micro_batch=False,
                    state_progress_records=50_000, state_checkpoints=1_000)
 FULL = BenchSizes()
 
@@ -147,7 +147,7 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
             report["runs"][label] = run
         report["scaling"] = run_scaling(work, state_dir, dst_spec, sizes.scaling, sizes.scaling_records,
                                         sizes.scaling_size, sizes.scaling_rate, sizes.scaling_latency_s, sizes.idle_s,
-                                        say, sizes.mm2_scaling_at)
+                                        say, sizes.mm2_scaling_at, warmup_s=sizes.latency_warmup_s)
         say(f"offset translation: {sizes.translation_groups} groups x 12 partitions")
         report["translation"] = time_translation(sizes.translation_groups, 12)
         say(f"state reads: {sizes.state_progress_records:,} progress records and {sizes.state_checkpoints:,} checkpoints")

@@ -55,9 +55,10 @@ Shape = tuple[int, int]
 
 def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: tuple[Shape, ...], records: int,
                 size: int, rate: float, latency_s: float, idle_s: float, say: Say,
-                mm2_at: int | None) -> list[dict[str, Any]]:
+                mm2_at: int | None, warmup_s: float = 5.0) -> list[dict[str, Any]]:
     """One row per shape for geokafka, and one for MirrorMaker 2 at the shape of ``mm2_at`` partitions, where both
-    also copy a topic created under them when the shape is many topics (:mod:`geokafka.bench.new_topic`)."""
+    also copy a topic created under them when the shape is many topics (:mod:`geokafka.bench.new_topic`); the
+    latency probe warms up for ``warmup_s`` before it measures ``latency_s``."""
     rows: list[dict[str, Any]] = []
     largest = max(t * p for t, p in shapes)
     for topics, per_topic in shapes:
@@ -71,7 +72,7 @@ def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: t
             idle = idle_s if count in (largest, mm2_at) else 0.0
             say(f"scaling: {topics} x {per_topic} partitions: {name} (backlog, then {rate:,.0f} rec/s"
                 + (f", then {idle:.0f} s idle)" if idle else ")"))
-            kwargs: dict[str, Any] = {"lat_rate": rate, "lat_s": latency_s, "lat_warmup_s": 5.0,
+            kwargs: dict[str, Any] = {"lat_rate": rate, "lat_s": latency_s, "lat_warmup_s": warmup_s,
                                       "lat_fetch_wait_ms": MANY_PARTITIONS_FETCH_WAIT_MS, "lat_one_per_topic": True,
                                       "timeout_s": 600 + records / 200, "broker_pid": broker_pid(target),
                                       "idle_s": idle, "log_sizes": internal_topic_bytes(target),
