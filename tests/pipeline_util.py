@@ -145,14 +145,23 @@ def mirror_command(topology: Topology, flows: list[str], home: Path, *options: s
 
 
 def wait_for(condition: Callable[[], Any], timeout_s: float = 60.0, what: str = "condition") -> Any:
-    """Poll ``condition`` until truthy; fail the test with ``what`` after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    """Poll ``condition`` until truthy; fail the test with ``what`` after ``timeout_s``.
+
+    Every 0.25 s for the first 10 s, then less and less often, from 25 s on once a second: a look mostly opens
+    Kafka clients (a fresh consumer or admin client costs the broker 10-30 ms of CPU, and ``read_all`` makes
+    two), and a wait that lasts is one for something slow (a catch-up, a restart, a time-out)."""
+    start = time.monotonic()
+    while time.monotonic() < start + timeout_s:
         result = condition()
         if result:
             return result
-        time.sleep(0.25)
+        time.sleep(poll_interval(time.monotonic() - start))
     raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+def poll_interval(waited_s: float) -> float:
+    """How long :func:`wait_for` sleeps between looks once it has waited ``waited_s``."""
+    return 0.25 if waited_s < 10 else min(1.0, 0.25 + (waited_s - 10) / 20)
 
 
 TEST_STORES = StateStores()
