@@ -62,9 +62,9 @@ class BenchSizes:
     """Which record sizes to run: 1 KiB (with latency) and 100 B."""
 
 
-QUICK = BenchSizes(records=100_000, partitions=6, small_records=100_000, latency_rate=500.0, latency_s=5.0,
+QUICK = BenchSizes(records=100_000, partitions=6, small_records=100_000, latency_rate=500.0, latency_s=3.0,
                    latency_warmup_s=2.0, scaling=((1, 6), (6, 10)), scaling_records=12_000, scaling_rate=500.0,
-                   scaling_latency_s=5.0, idle_s=5.0, mm2_scaling_at=60, micro_batch=False,
+                   scaling_latency_s=3.0, idle_s=5.0, mm2_scaling_at=60, micro_batch=False,
                    state_progress_records=50_000, state_checkpoints=1_000)
 FULL = BenchSizes()
 

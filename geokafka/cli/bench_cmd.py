@@ -100,7 +100,7 @@ def _shape(row: dict[str, Any]) -> str:
 
 
 @click.command()
-@click.option("--quick", is_flag=True, help="small sizes (CI): 100k records, 6 partitions, 5 s latency")
+@click.option("--quick", is_flag=True, help="small sizes (CI): 100k records, 6 partitions, 3 s latency")
 @click.option("--records", "datasets", type=click.Choice(["1k", "100b"]), multiple=True,
               help="run only these record sizes (repeatable; default: both, 1 KiB with latency)")
 @click.option("--keep", is_flag=True, help="leave the bench clusters running afterwards")
