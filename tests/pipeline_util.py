@@ -205,9 +205,10 @@ def sentinels_through(src: ClusterConnection, src_topic: str, dst: ClusterConnec
     a flow keeps a partition's order, so everything written before them was handled by then (positive
     evidence, where a fixed sleep would only hope). Returns the sentinels' values.
 
-    The target is read from its ends as they were before the sentinels were produced (the sentinels can only
-    land after them), by one consumer that keeps its place: a wait after a large copy does not read the whole
-    topic again on every look. ``check`` runs at every look (say, an assertion that the mirror still runs)."""
+    The target (``dst_topic``, which must exist) is read from its ends as they were before the sentinels were
+    produced (the sentinels can only land after them), by one consumer that keeps its place: a wait after a large
+    copy does not read the whole topic again on every look. ``check`` runs at every look (say, an assertion that
+    the mirror still runs)."""
     tag = uuid.uuid4().hex[:8]
     values = {f"sentinel-{tag}-{p}".encode() for p in range(partitions)}
     consumer = Consumer(dst.librdkafka(**{"group.id": f"test-sentinels-{tag}", "enable.auto.commit": False,
