@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -46,14 +49,26 @@ def _eventually_both(admin: ClusterAdmin) -> tuple[int, ...]:
 
 def _name_this_thread(name: str) -> None:
     """Name the calling thread as Linux shows it (``comm``), as a librdkafka thread names itself once it runs."""
-    import threading
 
     Path(f"/proc/self/task/{threading.get_native_id()}/comm").write_text(name)
 
 
-def test_a_client_s_thread_that_names_itself_late_is_found_on_a_later_call() -> None:
-    import threading
+@contextmanager
+def _running(target: Callable[[], None], *releases: threading.Event) -> Iterator[int]:
+    """``target`` on a thread of its own, yielding its Linux thread ID; on the way out ``releases`` are set (the
+    thread waits on them to end) and the thread is joined."""
+    thread = threading.Thread(target=target)
+    thread.start()
+    try:
+        assert thread.native_id is not None
+        yield thread.native_id
+    finally:
+        for release in releases:
+            release.set()
+        thread.join(5)
 
+
+def test_a_client_s_thread_that_names_itself_late_is_found_on_a_later_call() -> None:
     named = threading.Event()
     go = threading.Event()
 
@@ -63,23 +78,14 @@ def test_a_client_s_thread_that_names_itself_late_is_found_on_a_later_call() -> 
         named.set()
         time.sleep(0.5)
 
-    thread = threading.Thread(target=later)
-    thread.start()
-    try:
-        tid = thread.native_id
-        assert tid is not None
+    with _running(later, go) as tid:
         assert named_threads({tid}) == ()  # not named yet
         go.set()
         assert named.wait(5)
         assert named_threads({tid}) == (tid,)
-    finally:
-        go.set()
-        thread.join(5)
 
 
 def test_a_name_two_candidate_threads_share_is_left_out() -> None:
-    import threading
-
     ready, end = threading.Barrier(4), threading.Event()
 
     def named(name: str) -> None:
@@ -116,8 +122,6 @@ def test_two_clients_made_at_once_are_not_told_apart_and_an_unknown_thread_costs
 
 def test_a_threads_cpu_is_read_to_the_nanosecond_not_in_clock_ticks() -> None:
     """As a client's background thread is read: between its answers, while it waits."""
-    import threading
-
     go, done, end = threading.Event(), threading.Event(), threading.Event()
     own: list[float] = []
 
@@ -129,10 +133,7 @@ def test_a_threads_cpu_is_read_to_the_nanosecond_not_in_clock_ticks() -> None:
         done.set()
         end.wait(5)
 
-    worker = threading.Thread(target=answer)
-    worker.start()
-    try:
-        tid = worker.native_id
+    with _running(answer, go, end) as tid:
         if not Path(f"/proc/self/task/{tid}/schedstat").exists():
             pytest.skip("no schedstat here: CPU in clock ticks")
         waiting(tid)
@@ -141,10 +142,6 @@ def test_a_threads_cpu_is_read_to_the_nanosecond_not_in_clock_ticks() -> None:
         assert done.wait(5)
         waiting(tid)
         spent = thread_cpu_s(tid) - before
-    finally:
-        go.set()
-        end.set()
-        worker.join(5)
     assert 0 < spent and abs(spent - own[0]) < 0.002  # what the thread's own clock says, not 0 or 10 ms
 
 
