@@ -55,7 +55,7 @@ Shape = tuple[int, int]
 
 def run_scaling(work: Path, state_dir: Path, target: LocalClusterSpec, shapes: tuple[Shape, ...], records: int,
                 size: int, rate: float, latency_s: float, idle_s: float, say: Say,
-                mm2_at: int | None, warmup_s: float = 5.0) -> list[dict[str, Any]]:
+                mm2_at: int | None, warmup_s: float) -> list[dict[str, Any]]:
     """One row per shape for geokafka, and one for MirrorMaker 2 at the shape of ``mm2_at`` partitions, where both
     also copy a topic created under them when the shape is many topics (:mod:`geokafka.bench.new_topic`); the
     latency probe warms up for ``warmup_s`` before it measures ``latency_s``."""
