@@ -60,13 +60,19 @@ class BenchSizes:
     state_checkpoints: int = 10_000
     datasets: tuple[str, ...] = ("1k", "100b")
     """Which record sizes to run: 1 KiB (with latency) and 100 B."""
+    rounds: int = 2
+    """How often the contenders the targets compare (:data:`ROUND_CONTENDERS`) copy each record size, every later
+    round on a fresh copy of the data and in the order reversed: each one's figures are the mean of its rounds, so a
+    machine that speeds up or slows down over the minutes between the first contender and the last moves them alike."""
 
 
 QUICK = BenchSizes(records=100_000, partitions=6, small_records=100_000, latency_rate=500.0, latency_s=3.0,
                    latency_warmup_s=2.0, scaling=((1, 6), (6, 10)), scaling_records=12_000, scaling_rate=500.0,
                    scaling_latency_s=3.0, idle_s=5.0, mm2_scaling_at=60, micro_batch=False,
-                   state_progress_records=50_000, state_checkpoints=1_000)
+                   state_progress_records=50_000, state_checkpoints=1_000, rounds=1)
 FULL = BenchSizes()
+ROUND_CONTENDERS = ("limit", "mm2", "mm2-eos", "geokafka")
+"""The contenders of the record-size targets' ratios, in the first round's order; a later round runs them again."""
 
 
 def _safe(name: str, say: Say, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -91,6 +97,58 @@ def _latency_topic(label: str, partitions: int, contender: str) -> str:
 
 def _no_latency_topic(contender: str) -> None:
     return None
+
+
+FIRST_ROUND = (
+    ("raw", "raw: ConsumerPerformance + ProducerPerformance"),
+    ("limit", "the limit: a plain Java loop, one consumer feeding one producer"),
+    ("mm2", "MirrorMaker 2 (dedicated mode)"),
+    ("mm2-eos", "MirrorMaker 2, exactly-once"),
+    ("spark-kafka", "Spark's Kafka source -> Kafka sink (local[16], at-least-once)"),
+    ("geokafka", "geokafka (real-time mode, the default)"),
+    ("geokafka-micro-batch", "geokafka in micro-batch mode (the 1 KiB data of the full run only)"),
+)
+"""Every contender of a record size, in the order the first round runs them, and what the bench says of each."""
+
+Contender = Callable[[str, str], dict[str, Any]]
+"""Runs one contender over a source topic; its second argument tells its latency topic from an earlier round's."""
+
+
+def _contenders(work: Path, state_dir: Path, n: int, size: int, parts: int, lat: Callable[[str], str | None],
+                lat_kw: dict[str, Any]) -> dict[str, Contender]:
+    """Each contender of a record size, by name, as a call over a source topic (the data, loaded) and a suffix that
+    names its latency topic in a later round (``""`` in the first)."""
+    return {
+        "raw": lambda topic, again: run_raw(work, topic, n, size, parts),
+        "limit": lambda topic, again: run_copy_loop(work, topic, n, size, lat("copy" + again), **lat_kw),
+        "mm2": lambda topic, again: run_mm2(work, topic, n, size, lat("mm2" + again), **lat_kw),
+        "mm2-eos": lambda topic, again: run_mm2(work, topic, n, size, lat("mm2eos" + again), exactly_once=True,
+                                                **lat_kw),
+        "spark-kafka": lambda topic, again: run_spark_kafka(work, topic, n, size, parts, lat("sk" + again), **lat_kw),
+        "geokafka": lambda topic, again: run_geokafka(work, state_dir, topic, n, size, lat("gk" + again), **lat_kw),
+        "geokafka-micro-batch": lambda topic, again: run_geokafka(work, state_dir, topic, n, size, lat("gkmb" + again),
+                                                                  mode="micro-batch", **lat_kw),
+    }
+
+
+def round_order(k: int) -> tuple[str, ...]:
+    """The order round ``k`` (from 1) runs :data:`ROUND_CONTENDERS` in: every second round reversed, so that over two
+    rounds each contender's mean position is about the same."""
+    return ROUND_CONTENDERS[::-1] if k % 2 == 0 else ROUND_CONTENDERS
+
+
+def _later_round(k: int, rounds: int, label: str, topic: str, n: int, size: int, parts: int,
+                 contenders: dict[str, Contender], say: Say) -> dict[str, Any]:
+    """Round ``k`` of a record size: the same data loaded again into a topic of its own (every contender copies it
+    from its start, to target topics of their own), then :func:`round_order`'s contenders over it."""
+    again = f"{topic}.r{k}"
+    say(f"[{label}] round {k} of {rounds}: the same {n:,} records of {size} B loaded again into {again}")
+    later: dict[str, Any] = {"round": k, "topic": again, "order": list(round_order(k)),
+                             "load_s": round(load(SRC, again, n, size, parts), 2)}
+    for name in round_order(k):
+        say(f"[{label}] round {k}: {name}")
+        later[name] = _safe(name, say, partial(contenders[name], again, f".r{k}"))
+    return later
 
 
 def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) -> dict[str, Any]:
@@ -121,28 +179,18 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
             lat_kw: dict[str, Any] = {"lat_rate": sizes.latency_rate, "lat_s": sizes.latency_s,
                                       "lat_warmup_s": sizes.latency_warmup_s, "timeout_s": 300 + n / 500}
             run: dict[str, Any] = {"records": n, "record_bytes": size, "partitions": parts, "load_s": round(load_s, 2)}
-            say(f"[{label}] raw: ConsumerPerformance + ProducerPerformance")
-            run["raw"] = _safe("raw", say, lambda: run_raw(work, topic, n, size, parts))
-            say(f"[{label}] the limit: a plain Java loop, one consumer feeding one producer")
-            run["limit"] = _safe("limit", say, lambda: run_copy_loop(work, topic, n, size, lat("copy"), **lat_kw))
-            say(f"[{label}] MirrorMaker 2 (dedicated mode)")
-            run["mm2"] = _safe("mm2", say, lambda: run_mm2(work, topic, n, size, lat("mm2"), **lat_kw))
-            say(f"[{label}] MirrorMaker 2, exactly-once")
-            run["mm2-eos"] = _safe("mm2-eos", say, lambda: run_mm2(work, topic, n, size, lat("mm2eos"), exactly_once=True,
-                                                                    **lat_kw))
-            say(f"[{label}] Spark's Kafka source -> Kafka sink (local[16], at-least-once)")
-            run["spark-kafka"] = _safe("spark-kafka", say, lambda: run_spark_kafka(work, topic, n, size, parts, lat("sk"),
-                                                                                     **lat_kw))
-            say(f"[{label}] geokafka (real-time mode, the default)")
-            run["geokafka"] = _safe("geokafka", say, lambda: run_geokafka(work, state_dir, topic, n, size, lat("gk"),
-                                                                               **lat_kw))
-            if with_latency and sizes.micro_batch:
-                say(f"[{label}] geokafka in micro-batch mode")
-                run["geokafka-micro-batch"] = _safe("geokafka-micro-batch", say, lambda: run_geokafka(
-                    work, state_dir, topic, n, size, lat("gkmb"), mode="micro-batch", **lat_kw))
+            contenders = _contenders(work, state_dir, n, size, parts, lat, lat_kw)
+            for name, what in FIRST_ROUND:
+                if name != "geokafka-micro-batch" or (with_latency and sizes.micro_batch):
+                    say(f"[{label}] {what}")
+                    run[name] = _safe(name, say, partial(contenders[name], topic, ""))
+            for k in range(2, sizes.rounds + 1):
+                run.setdefault("later_rounds", []).append(
+                    _later_round(k, sizes.rounds, label, topic, n, size, parts, contenders, say))
             for name, codec in compressions(topology).items():  # what each writer sent the target
-                if (run.get(name) or {}).get("ran"):
-                    run[name]["compression"] = codec
+                for result in (run.get(name), *(later.get(name) for later in run.get("later_rounds", []))):
+                    if (result or {}).get("ran"):
+                        result["compression"] = codec
             run["ratios"] = ratios(run)
             report["runs"][label] = run
         report["scaling"] = run_scaling(work, state_dir, dst_spec, sizes.scaling, sizes.scaling_records,
@@ -170,11 +218,30 @@ def compressions(topology: Topology) -> dict[str, str]:
             for name in ("raw", "limit", "mm2", "mm2-eos", "spark-kafka", "geokafka", "geokafka-micro-batch")}
 
 
+def rounds_of(run: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """``name``'s results in every round of a record size's ``run`` where it ran, the first round's first."""
+    found = [run.get(name), *(later.get(name) for later in run.get("later_rounds", []))]
+    return [r for r in found if isinstance(r, dict) and r.get("ran")]
+
+
+def mean_over_rounds(run: dict[str, Any], name: str, *keys: str) -> float | None:
+    """The mean of ``name``'s figure at ``keys`` (e.g. ``"latency", "p50_ms"``) over the rounds it ran and gave it
+    in; None where it gave it in none."""
+    values = []
+    for result in rounds_of(run, name):
+        value: Any = result
+        for key in keys:
+            value = (value or {}).get(key)
+        if isinstance(value, (int, float)) and value >= 0:
+            values.append(float(value))
+    return round(sum(values) / len(values), 3) if values else None
+
+
 def ratios(run: dict[str, Any]) -> dict[str, float | None]:
-    """geokafka over each other contender, on records/s (None where a side did not run)."""
+    """geokafka over each other contender, on records/s, each side the mean of its rounds (None where a side did
+    not run)."""
     def rps(name: str) -> float | None:
-        r = run.get(name) or {}
-        return r.get("records_per_s") if r.get("ran") else None
+        return mean_over_rounds(run, name, "records_per_s")
 
     def over(a: float | None, b: float | None) -> float | None:
         return round(a / b, 3) if a and b else None
@@ -189,12 +256,7 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
     runs = report["runs"]
 
     def field(label: str, name: str, *keys: str) -> float | None:
-        value: Any = runs.get(label, {}).get(name) or {}
-        if not value.get("ran"):
-            return None
-        for key in keys:
-            value = (value or {}).get(key)
-        return value if isinstance(value, (int, float)) and value >= 0 else None
+        return mean_over_rounds(runs.get(label, {}), name, *keys)
 
     def check(name: str, value: float | None, goal: str, ok: bool | None) -> dict[str, Any]:
         return {"target": name, "value": value, "goal": goal, "met": ok}

@@ -35,30 +35,16 @@ def render(report: dict[str, Any]) -> list[Table]:
     table = Table("run", "contender", "records/s", "MB/s", "p50 ms", "p95 ms", "p99 ms", "CPU s/GB", "JIT % of CPU",
                   "2nd half rec/s", "2nd half CPU s/GB", "peak RSS MB", "vs raw", "note", title="geokafka bench")
     for label, run in report["runs"].items():
+        raw = (run.get("raw") or {}).get("records_per_s") if (run.get("raw") or {}).get("ran") else None
         for name in CONTENDERS:
-            if name not in run:
-                continue
-            r = run.get(name) or {}
-            if not r.get("ran"):
-                table.add_row(label, name, "not run", *_blank(table, 4), str(r.get("reason", ""))[:60])
-                continue
-            lat = r.get("latency") or {}
-            half = r.get("second_half") or {}
-            raw = (run.get("raw") or {}).get("records_per_s") if (run.get("raw") or {}).get("ran") else None
-            vs_raw = f"{r['records_per_s'] / raw:.2f}" if raw else "-"
-            note = "" if name == "raw" else f"start {r.get('startup_s')}s excluded" if "excluded" in r.get("basis", "") \
-                else "start included"
-            if r.get("first_visible_s") is not None and name != "raw":
-                note += f", first visible {r['first_visible_s']}s"
-            note += f" load {r.get('load_avg_1m', ['?'])[0]}"
-            note = f"{r.get('compression', '?')}, {note.lstrip(', ')}"
-            table.add_row(label, name, _n(r["records_per_s"]), _n(r["mb_per_s"], ",.1f"), _n(lat.get("p50_ms"), ".1f"),
-                          _n(lat.get("p95_ms"), ".1f"), _n(lat.get("p99_ms"), ".1f"), _n(r.get("cpu_s_per_gb"), ",.0f"),
-                          _n(None if r.get("jit_share") is None else 100 * r["jit_share"], ".0f"),
-                          _n(half.get("records_per_s")), _n(half.get("cpu_s_per_gb"), ",.0f"),
-                          _n(r.get("peak_rss_mb"), ",.0f"), vs_raw, note)
+            if name in run:
+                _add_result(table, label, name, run.get(name) or {}, raw)
+        for later in run.get("later_rounds", []):
+            for name in later.get("order", []):
+                _add_result(table, f"{label} r{later['round']}", name, later.get(name) or {}, raw)
         ratios = run.get("ratios", {})
-        table.add_row(label, "ratios", f"gk/mm2 {_n(ratios.get('geokafka_over_mm2'), '.2f')}",
+        over = "ratios (means of rounds)" if run.get("later_rounds") else "ratios"
+        table.add_row(label, over, f"gk/mm2 {_n(ratios.get('geokafka_over_mm2'), '.2f')}",
                       f"gk/raw {_n(ratios.get('geokafka_over_raw'), '.2f')}",
                       f"gk/mm2-eos {_n(ratios.get('geokafka_over_mm2_eos'), '.2f')}",
                       f"gk/limit {_n(ratios.get('geokafka_over_limit'), '.2f')}", *_blank(table, 6))
@@ -92,6 +78,27 @@ def render(report: dict[str, Any]) -> list[Table]:
     return [table, scaling, goals]
 
 
+def _add_result(table: Table, label: str, name: str, r: dict[str, Any], raw: float | None) -> None:
+    """One contender's row of the result table (``raw``: the raw tools' records/s of the same run, if they ran)."""
+    if not r.get("ran"):
+        table.add_row(label, name, "not run", *_blank(table, 4), str(r.get("reason", ""))[:60])
+        return
+    lat = r.get("latency") or {}
+    half = r.get("second_half") or {}
+    vs_raw = f"{r['records_per_s'] / raw:.2f}" if raw else "-"
+    note = "" if name == "raw" else f"start {r.get('startup_s')}s excluded" if "excluded" in r.get("basis", "") \
+        else "start included"
+    if r.get("first_visible_s") is not None and name != "raw":
+        note += f", first visible {r['first_visible_s']}s"
+    note += f" load {r.get('load_avg_1m', ['?'])[0]}"
+    note = f"{r.get('compression', '?')}, {note.lstrip(', ')}"
+    table.add_row(label, name, _n(r["records_per_s"]), _n(r["mb_per_s"], ",.1f"), _n(lat.get("p50_ms"), ".1f"),
+                  _n(lat.get("p95_ms"), ".1f"), _n(lat.get("p99_ms"), ".1f"), _n(r.get("cpu_s_per_gb"), ",.0f"),
+                  _n(None if r.get("jit_share") is None else 100 * r["jit_share"], ".0f"),
+                  _n(half.get("records_per_s")), _n(half.get("cpu_s_per_gb"), ",.0f"),
+                  _n(r.get("peak_rss_mb"), ",.0f"), vs_raw, note)
+
+
 def _shape(row: dict[str, Any]) -> str:
     """``2000 (200 x 10)`` for many topics, ``120`` for one."""
     topics = int(row.get("topics") or 1)
@@ -121,6 +128,9 @@ def bench(ctx: CliContext, quick: bool, datasets: tuple[str, ...], keep: bool, o
     - spark-kafka: Spark's Kafka source -> Kafka sink on local[16] (JVM only, at-least-once).
     - geokafka: `geokafka mirror` with its defaults (real-time mode, a partition group per
       core), exactly-once; and, in the full run, the same in micro-batch mode.
+    The full run then loads each record size's data again and runs limit, mm2-eos, mm2 and
+    geokafka on it in the reverse order: the figures the targets compare are each the mean of
+    its two rounds, whatever the machine's pace did in between.
     Then the scaling section: the same backlog over 12 to 5,000 partitions (from 1,200 on, topics
     of 10 partitions: 120, 200 and 500 of them), steady traffic over every partition, then idle
     (MirrorMaker 2 beside geokafka at 2,000, where both also copy a topic created under them,

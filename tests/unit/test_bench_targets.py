@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from geokafka.bench.run import targets
+from geokafka.bench.run import mean_over_rounds, ratios, round_order, targets
 
 
 def _report(**scaling_mm2: Any) -> dict[str, Any]:
@@ -53,3 +53,29 @@ def test_a_comparison_with_a_figure_mirrormaker_did_not_give_is_not_measured() -
     assert met["idle CPU at 2000 partitions (%)"] == (7.0, None)
     idle_over = _met(_report(idle_cpu_percent=3.4))
     assert idle_over["idle CPU at 2000 partitions (%)"] == (7.0, False)
+
+
+def test_a_later_round_makes_each_compared_figure_the_mean_of_the_rounds() -> None:
+    report = _report()
+    k1 = report["runs"]["1k"]
+    k1["geokafka"].update(records_per_s=100.0)
+    k1["mm2"].update(records_per_s=100.0)
+    k1["later_rounds"] = [{"round": 2, "order": list(round_order(2)),
+                           "geokafka": {"ran": True, "records_per_s": 140.0, "cpu_s_per_gb": 9.0,
+                                        "latency": {"p50_ms": 30.0, "p99_ms": 260.0}},
+                           "mm2": {"ran": True, "records_per_s": 80.0, "cpu_s_per_gb": 10.0,
+                                   "latency": {"p50_ms": 21.0}},
+                           "limit": {"ran": False, "reason": "RuntimeError: gone"}}]
+    assert ratios(k1)["geokafka_over_mm2"] == 1.333  # (100 + 140) / 2 over (100 + 80) / 2
+    k1["ratios"] = ratios(k1)
+    met = _met(report)
+    assert met["p50 latency geokafka (ms)"] == (25.0, False)  # 25 against MM2's 23
+    assert met["p99 latency geokafka (ms)"] == (250.0, True)
+    assert met["CPU s/GB geokafka/copy loop (1 KiB)"] == (1.333, False)  # 8 over the one round the loop ran: 6
+    assert mean_over_rounds(k1, "limit", "cpu_s_per_gb") == 6.0
+
+
+def test_every_second_round_runs_the_compared_contenders_in_the_reverse_order() -> None:
+    assert round_order(1) == ("limit", "mm2", "mm2-eos", "geokafka")
+    assert round_order(2) == ("geokafka", "mm2-eos", "mm2", "limit")
+    assert round_order(3) == round_order(1)
