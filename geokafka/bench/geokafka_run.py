@@ -12,6 +12,8 @@ from typing import Any
 from geokafka import contract
 from geokafka.bench.replicator import run_replicator
 from geokafka.bench.setup import TopicSet, as_set, bench_flow, bench_topology_text
+from geokafka.pipeline.class_archive import archive_path
+from geokafka.pipeline.spark_session import driver_classpath
 
 
 def run_geokafka(work: Path, state_dir: Path, topic: str | TopicSet, records: int, size: int,
@@ -42,7 +44,10 @@ def run_geokafka(work: Path, state_dir: Path, topic: str | TopicSet, records: in
                         **({"trigger_ms": 0, "max_records_per_batch": 200_000} if mode == "micro-batch" else {}),
                         "writer": "geokafka's JVM sink: one transactional producer per partition group, a transaction "
                                   "every 100 ms (stretched while commits are slow), acks=all, linger.ms=5, "
-                                  "batch.size=524288, " + contract.WRITER_COMPRESSION + " (its defaults)"}
+                                  "batch.size=524288, " + contract.WRITER_COMPRESSION + " (its defaults)",
+                        # the Spark driver's class archive (`./run` builds it; an installed wheel has none): without
+                        # it the same mirror took twice as long to its first record in the bench
+                        "class_archive": archive_path(driver_classpath()).exists()}
     return result
 
 

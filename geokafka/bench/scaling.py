@@ -114,4 +114,5 @@ def scaling_row(name: str, topics: int, partitions: int, result: dict[str, Any])
         "idle_growth_mb_per_hour": idle.get("growth_mb_per_hour"), "load_avg_1m": result.get("load_avg_1m"),
         "status": (result.get("while_running") or {}).get("status"),
         "new_topic_s": (result.get("new_topic") or {}).get("picked_up_s"),
+        "class_archive": (result.get("config") or {}).get("class_archive"),
     }

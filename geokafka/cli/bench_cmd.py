@@ -91,6 +91,8 @@ def _add_result(table: Table, label: str, name: str, r: dict[str, Any], raw: flo
     if r.get("first_visible_s") is not None and name != "raw":
         note += f", first visible {r['first_visible_s']}s"
     note += f" load {r.get('load_avg_1m', ['?'])[0]}"
+    if (r.get("config") or {}).get("class_archive") is False:
+        note += ", no class archive"
     note = f"{r.get('compression', '?')}, {note.lstrip(', ')}"
     table.add_row(label, name, _n(r["records_per_s"]), _n(r["mb_per_s"], ",.1f"), _n(lat.get("p50_ms"), ".1f"),
                   _n(lat.get("p95_ms"), ".1f"), _n(lat.get("p99_ms"), ".1f"), _n(r.get("cpu_s_per_gb"), ",.0f"),

@@ -54,6 +54,8 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         assert run["ratios"]["geokafka_over_limit"] is not None
         # the throughput window opens when geokafka writes its first record, not at its first commit
         assert run["geokafka"]["basis"].startswith("first record written")
+        # whether the Spark driver started from its class archive (`./run tests` builds it beside the tests)
+        assert isinstance(run["geokafka"]["config"]["class_archive"], bool)
         # the CPU of the JVM's compiler threads inside that window (a fresh JVM compiles as it copies)
         assert 0 < run["geokafka"]["jit_cpu_s"] <= run["geokafka"]["cpu_s"] + 0.5
     for name in ("limit", "mm2", "mm2-eos", "spark-kafka", "geokafka"):

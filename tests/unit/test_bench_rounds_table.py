@@ -26,3 +26,12 @@ def test_each_later_round_is_a_row_per_contender_in_its_order() -> None:
     assert [("r2" in row, row.split("│")[2].strip()) for row in rows] == [
         (False, "limit"), (False, "geokafka"), (True, "geokafka"), (True, "limit"), (False, "ratios (means of rounds)")]
     assert "1,100" in rows[2] and "not run" in rows[3] and "gk/limit 1.17" in rows[4]
+
+
+def test_a_geokafka_run_without_the_spark_class_archive_says_so() -> None:
+    run = {"geokafka": {**_result(1000.0), "config": {"class_archive": False}},
+           "limit": _result(900.0), "ratios": {}}
+    out = io.StringIO()
+    Console(file=out, width=400, color_system=None).print(render({"runs": {"1k": run}})[0])
+    rows = {row.split("│")[2].strip(): row for row in out.getvalue().splitlines() if "1k" in row}
+    assert "no class archive" in rows["geokafka"] and "no class archive" not in rows["limit"]
