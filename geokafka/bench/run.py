@@ -193,9 +193,8 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
                 run.setdefault("later_rounds", []).append(
                     _later_round(k, sizes.rounds, label, topic, n, size, parts, contenders, say))
             for name, codec in compressions(topology).items():  # what each writer sent the target
-                for result in (run.get(name), *(later.get(name) for later in run.get("later_rounds", []))):
-                    if (result or {}).get("ran"):
-                        result["compression"] = codec
+                for result in rounds_of(run, name):
+                    result["compression"] = codec
             run["ratios"] = ratios(run)
             report["runs"][label] = run
         report["scaling"] = run_scaling(work, state_dir, dst_spec, sizes.scaling, sizes.scaling_records,
@@ -220,7 +219,7 @@ def compressions(topology: Topology) -> dict[str, str]:
     flow = next(iter(topology.flows.values()))
     own = writer_config(flow, topology.pipeline)["compression.type"]
     return {name: own if name.startswith("geokafka") else WIRE_COMPRESSION
-            for name in ("raw", "limit", "mm2", "mm2-eos", "spark-kafka", "geokafka", "geokafka-micro-batch")}
+            for name, _ in FIRST_ROUND}
 
 
 def rounds_of(run: dict[str, Any], name: str) -> list[dict[str, Any]]:
