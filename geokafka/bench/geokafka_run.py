@@ -47,8 +47,14 @@ def run_geokafka(work: Path, state_dir: Path, topic: str | TopicSet, records: in
                                   "batch.size=524288, " + contract.WRITER_COMPRESSION + " (its defaults)",
                         # the Spark driver's class archive (`./run` builds it; an installed wheel has none): without
                         # it the same mirror took twice as long to its first record in the bench
-                        "class_archive": archive_path(driver_classpath()).exists()}
+                        "class_archive": spark_archive_built()}
     return result
+
+
+def spark_archive_built() -> bool:
+    """Whether the Spark driver's class archive for geokafka's classpath exists (`./run` builds it; a wheel has none):
+    a mirror then starts without it."""
+    return archive_path(driver_classpath()).exists()
 
 
 def status_command_cost(topology_file: Path, flow: str) -> dict[str, Any]:

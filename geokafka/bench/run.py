@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from geokafka.bench.copy_loop import run_copy_loop
-from geokafka.bench.geokafka_run import run_geokafka
+from geokafka.bench.geokafka_run import run_geokafka, spark_archive_built
 from geokafka.bench.mm2 import run_mm2
 from geokafka.bench.raw import run_raw
 from geokafka.bench.scaling import run_scaling
@@ -24,9 +24,7 @@ from geokafka.bench.translation import time_translation
 from geokafka.control.connection import connection
 from geokafka.infra.clusters import local_cluster_specs
 from geokafka.infra.local_cluster import start_clusters, stop_cluster
-from geokafka.pipeline.class_archive import archive_path
 from geokafka.pipeline.query import writer_config
-from geokafka.pipeline.spark_session import driver_classpath
 from geokafka.topology import Topology
 
 Say = Callable[[str], None]
@@ -162,7 +160,7 @@ def run_bench(state_dir: Path, sizes: BenchSizes, say: Say, keep: bool = False) 
     shutil.rmtree(state_dir, ignore_errors=True)
     work = (state_dir / "work").absolute()
     t_start = time.monotonic()
-    if not archive_path(driver_classpath()).exists():
+    if not spark_archive_built():
         say("the Spark driver's class archive is not built (`python -m geokafka.pipeline.class_archive_build` builds "
             "it, as `./run` does): geokafka starts without it, as from an installed wheel, and takes longer to start")
     say("starting clusters src (24092) and dst (25092)")
