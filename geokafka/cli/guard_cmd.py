@@ -74,11 +74,12 @@ def guard(ctx: CliContext, dry_run: bool, duration: float | None, grace_s: float
         run = run_guard(connection(ctx.topology, stretch.cluster), settings, quorum, dry_run=dry_run,
                         interval_s=stretch.guard.interval_s, duration_s=duration, say=say, stop=stop)
     if stop.is_set():
-        done = sum(1 for _, _, outcome in run.actions if outcome == "done")
+        done = sum(1 for applied in run.actions if applied.outcome == "done")
         ctx.info(f"guard stopped: {done} actions taken, {len(run.events)} events")
     if ctx.json_output:
         ctx.emit({"dry_run": run.dry_run, "events": [{"at_ms": at, "text": t} for at, t in run.events],
-                  "actions": [{"at_ms": at, **a.to_dict(), "outcome": o} for at, a, o in run.actions]})
+                  "actions": [{"at_ms": a.at_ms, **a.action.to_dict(), "outcome": a.outcome}
+                              for a in run.actions]})
 
 
 def _guard_sites(ctx: CliContext, dry_run: bool, duration: float | None, sites: tuple[str, ...]) -> None:

@@ -52,6 +52,10 @@ class SiteLook:
 
     site: str
     at_ms: int
+    """Wall clock, as in the mirrors' records: their looks' ages and the RPO are measured on it."""
+    elapsed_ms: int
+    """Monotonic clock: how long the guard's own looks have failed, and when to retry (an NTP step or a paused VM
+    moves the wall clock by seconds; a site must never be lost early because of it)."""
     reached: bool
     """The guard's own look reached a broker of the site."""
     flows: tuple[FlowLook, ...]
@@ -78,10 +82,12 @@ class SiteDecision:
 @dataclass
 class _SiteMemory:
     own_out_since_ms: int | None = None
+    """The guard's first failed look of this episode, on the monotonic clock (``SiteLook.elapsed_ms``)."""
     said: set[str] = field(default_factory=set)
     recorded: dict[str, str] = field(default_factory=dict)
     """flow -> the AutoFailover state last recorded for it."""
     attempted_ms: int | None = None
+    """The last failover attempt, on the monotonic clock."""
 
 
 def gives_view(view: MirrorView) -> bool:
@@ -129,7 +135,7 @@ class SiteLossPolicy:
         self._sites.setdefault(site, _SiteMemory()).recorded[flow] = state
 
     def _decide(self, look: SiteLook, memory: _SiteMemory) -> SiteDecision:
-        site, now = look.site, look.at_ms
+        site, now, elapsed = look.site, look.at_ms, look.elapsed_ms
         active = [f for f in look.flows if f.role == Role.ACTIVE]
         if not active:
             memory.own_out_since_ms = memory.attempted_ms = None
@@ -142,8 +148,8 @@ class SiteLossPolicy:
             memory.said.clear()
             return decision
         if memory.own_out_since_ms is None:
-            memory.own_out_since_ms = now
-        own_since = memory.own_out_since_ms
+            memory.own_out_since_ms = elapsed
+        own_out_ms = elapsed - memory.own_out_since_ms
         live = [f for f in active if gives_view(f.view)]
         reaching = [f for f in live if mirror_out_since_ms(f.view) is None]
         if reaching:
@@ -156,13 +162,13 @@ class SiteLossPolicy:
             reason = (f"{site} does not answer from here and no live mirror of its flows gives a second view (a lost "
                       f"site and a partition look the same from here alone): waiting for a person "
                       f"(geokafka failover --site {site})")
-            state: SiteState = "held" if now - own_since >= confirm_ms else "suspect"
+            state: SiteState = "held" if own_out_ms >= confirm_ms else "suspect"
             return self._said(SiteDecision(site, state, reason), memory, state, reason)
-        mirrors_since = max(_or(mirror_out_since_ms(f.view), now) for f in live)
-        since = max(own_since, mirrors_since)
-        if now - since < confirm_ms:
-            reason = (f"{site} out of reach from here for {(now - own_since) / 1000:.0f} s and from the mirrors of "
-                      f"{_names(live)} for {(now - mirrors_since) / 1000:.0f} s: lost once both reach "
+        # the mirrors' looks are times of other processes: their wall clock is the only one to compare them on
+        mirrors_out_ms = now - max(_or(mirror_out_since_ms(f.view), now) for f in live)
+        if min(own_out_ms, mirrors_out_ms) < confirm_ms:
+            reason = (f"{site} out of reach from here for {own_out_ms / 1000:.0f} s and from the mirrors of "
+                      f"{_names(live)} for {mirrors_out_ms / 1000:.0f} s: lost once both reach "
                       f"{self.policy.confirm_s:.0f} s")
             return self._said(SiteDecision(site, "suspect", reason), memory, "suspect",
                               f"{site} out of reach from here and from the mirrors of {_names(live)}: lost if it lasts "
@@ -178,13 +184,13 @@ class SiteLossPolicy:
         lost = (f"{site} is lost: out of reach from here and from the mirrors for {self.policy.confirm_s:.0f} s or "
                 f"more; a failover loses at most {bound:,} records per flow (limit {limit:,})")
         decision = SiteDecision(site, "lost", lost)
-        due = memory.attempted_ms is None or now - memory.attempted_ms >= RETRY_S * 1000
+        due = memory.attempted_ms is None or elapsed - memory.attempted_ms >= RETRY_S * 1000
         if self.dry_run or not self.policy.automatic:
             decision.would_fail_over = names
             self._said(decision, memory, "lost", f"{lost}: would fail over {_names(active)}")
         elif due:
             decision.fail_over = names
-            memory.attempted_ms = now
+            memory.attempted_ms = elapsed
             decision.events.append(f"{lost}: failing over {_names(active)}")
         else:
             decision.would_fail_over = names

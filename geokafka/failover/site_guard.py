@@ -84,7 +84,8 @@ def run_site_guard(
     admins = {site: ClusterAdmin(connection(topology, site), timeout_s=probe_timeout_s) for site in chosen}
     unreadable: set[str] = set()
     out_since: dict[str, int] = {}
-    """site -> the guard's first failed look at it since it last answered (when it went, as far as the guard knows)."""
+    """site -> the guard's first failed look at it since it last answered (when it went, as far as the guard knows),
+    on the wall clock: it bounds the RPO in record timestamps."""
 
     def event(text: str) -> None:
         run.events.append((int(time.time() * 1000), text))
@@ -154,7 +155,7 @@ def _states(reads: dict[str, Future[StateSnapshot]], unreadable: set[str], event
 def _look(topology: Topology, site: str, reached: bool, gone_at_ms: int | None,
           states: dict[str, StateSnapshot]) -> SiteLook | None:
     """The look at ``site``, or None when a target of its flows could not be read (nothing is judged half-seen)."""
-    now_ms = int(time.time() * 1000)
+    now_ms, elapsed_ms = int(time.time() * 1000), int(time.monotonic() * 1000)
     flows = []
     for name in flows_of_site(topology, site):
         target = topology.flows[name].target
@@ -164,7 +165,7 @@ def _look(topology: Topology, site: str, reached: bool, gone_at_ms: int | None,
         observation = state.source_ends(name)
         rpo = rpo_interval(observation, state.progress_records(name), now_ms, gone_at_ms=gone_at_ms)
         flows.append(FlowLook(name, target, state.role(name), mirror_view(state, name, now_ms), rpo))
-    return SiteLook(site, now_ms, reached, tuple(flows))
+    return SiteLook(site, now_ms, elapsed_ms, reached, tuple(flows))
 
 
 def _record(topology: Topology, decision: SiteDecision, stores: dict[str, KafkaStateStore], look: SiteLook) -> None:

@@ -90,8 +90,8 @@ class DcLossPolicy:
             self._forget(dc)
             back = any(low.dc == dc for low in self.memory.lowered.values())
             return "returning" if back else "up"
-        since = self.memory.out_since_ms.setdefault(dc, view.at_ms)
-        return "lost" if view.at_ms - since >= self.settings.grace_s * 1000 else "suspect"
+        since = self.memory.out_since_ms.setdefault(dc, view.elapsed_ms)
+        return "lost" if view.elapsed_ms - since >= self.settings.grace_s * 1000 else "suspect"
 
     def _on_lost(self, view: ClusterView, dc: str, decision: Decision) -> None:
         ids = self.dcs()[dc]

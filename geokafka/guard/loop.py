@@ -23,13 +23,24 @@ log = logging.getLogger("geokafka.guard")
 Say = Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class Applied:
+    """One action of a guard run and its outcome: done | failed: ... | would."""
+
+    at_ms: int
+    """Wall clock (for people): when a done action took effect, or when it was tried."""
+    elapsed_s: float
+    """The same instant on the monotonic clock (for durations, e.g. a drill's "after the kill")."""
+    action: Action
+    outcome: str
+
+
 @dataclass
 class GuardRun:
     """What a guard run did (actions applied, or that it would apply with ``dry_run``)."""
 
     dry_run: bool
-    actions: list[tuple[int, Action, str]] = field(default_factory=list)
-    """(wall ms, action, outcome: done | failed: ... | would); the time a done action took effect."""
+    actions: list[Applied] = field(default_factory=list)
     events: list[tuple[int, str]] = field(default_factory=list)
 
 
@@ -146,25 +157,25 @@ def _event(run: GuardRun, journal: Journal, say: Say, text: str, dry_run: bool) 
 def _act(run: GuardRun, journal: Journal, actor: ClusterActor, action: Action, view: ClusterView, say: Say,
          dry_run: bool) -> bool:
     """Journal, apply, journal again; False when it could not be done."""
-    at = int(time.time() * 1000)
+    at, elapsed = int(time.time() * 1000), time.monotonic()
     if dry_run:
-        run.actions.append((at, action, "would"))
+        run.actions.append(Applied(at, elapsed, action, "would"))
         say(f"would {_describe(action)}: {action.reason}")
         return True
     try:
         entry = journal.append("applying", action)
     except GeokafkaError as exc:
-        run.actions.append((at, action, f"failed: {exc}"))
+        run.actions.append(Applied(at, elapsed, action, f"failed: {exc}"))
         say(f"not done ({_describe(action)}): the journal cannot be written: {exc}")
         return False
     try:
         actor.apply(action, view)
     except GeokafkaError as exc:
-        run.actions.append((at, action, f"failed: {exc}"))
+        run.actions.append(Applied(at, elapsed, action, f"failed: {exc}"))
         say(f"failed to {_describe(action)}: {exc}")
         _append(journal, "failed", action, str(exc), entry.id)
         return False
-    run.actions.append((int(time.time() * 1000), action, "done"))
+    run.actions.append(Applied(int(time.time() * 1000), time.monotonic(), action, "done"))
     say(f"{_describe(action)}: {action.reason}")
     _append(journal, "done", action, "", entry.id)
     return True

@@ -32,6 +32,10 @@ class ClusterView:
     """One observation of the cluster."""
 
     at_ms: int
+    """Wall clock: when, for people and the journal."""
+    elapsed_ms: int
+    """Monotonic clock: how long, for the grace period (an NTP step or a paused VM moves the wall clock by
+    seconds; a DC must never be lost early because of it)."""
     live: frozenset[int]
     """Brokers the controller has registered and not fenced (from any surviving broker's metadata)."""
     reachable: frozenset[int]
@@ -86,7 +90,7 @@ class GuardMemory:
     """What the guard remembers between observations (rebuilt from the journal after a restart)."""
 
     out_since_ms: dict[str, int] = field(default_factory=dict)
-    """DC -> when every one of its brokers was first seen out (unreachable or fenced)."""
+    """DC -> when every one of its brokers was first seen out (unreachable or fenced), on the monotonic clock."""
     lowered: dict[str, Lowered] = field(default_factory=dict)
     said: set[str] = field(default_factory=set)
     """Events already reported once (a DC loss with the quorum gone is said once, not every second)."""

@@ -64,7 +64,7 @@ class ClusterReader:
 
     def observe(self, known: dict[int, Broker], refresh_configs: bool = False) -> ClusterView:
         """One observation; raises ClusterUnreachableError when no broker answers."""
-        at_ms = int(time.time() * 1000)
+        at_ms, elapsed_ms = int(time.time() * 1000), int(time.monotonic() * 1000)
         probes = {b.id: self._pool.submit(reachable, b.host, b.port) for b in known.values()}
         try:  # first: it also refreshes which broker answers DescribeCluster
             metadata = self._admin.list_topics(timeout=self.timeout_s)
@@ -82,7 +82,7 @@ class ClusterReader:
             self._min_isr = self._read_min_isr(topics)
             self._min_isr_at = time.monotonic()
         up = frozenset(b for b, future in probes.items() if future.result())
-        return ClusterView(at_ms, live, up, partitions, {t: v for t, v in self._min_isr.items() if t in topics})
+        return ClusterView(at_ms, elapsed_ms, live, up, partitions, {t: v for t, v in self._min_isr.items() if t in topics})
 
     def _read_min_isr(self, topics: list[str]) -> dict[str, int]:
         resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]

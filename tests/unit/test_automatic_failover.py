@@ -28,9 +28,12 @@ def bounded(upper: int | None) -> RpoInterval:
     return RpoInterval("observed", 0, upper, 0.0, None, reason=None if upper is not None else "no failed look")
 
 
-def look(now_ms: int, reached: bool, *flows: tuple[str, MirrorView, int | None], role: str = Role.ACTIVE) -> SiteLook:
-    return SiteLook("nyc", now_ms, reached, tuple(FlowLook(name, "atl", role, v, bounded(upper))
-                                                  for name, v, upper in flows))
+def look(now_ms: int, reached: bool, *flows: tuple[str, MirrorView, int | None], role: str = Role.ACTIVE,
+         elapsed_ms: int | None = None) -> SiteLook:
+    """A look at ``now_ms`` on the wall clock (and on the monotonic clock unless ``elapsed_ms`` says otherwise)."""
+    return SiteLook("nyc", now_ms, now_ms if elapsed_ms is None else elapsed_ms, reached,
+                    tuple(FlowLook(name, "atl", role, v, bounded(upper))
+                         for name, v, upper in flows))
 
 
 def lost_site(guard: SiteLossPolicy, upper: int | None = 100, seconds: int = 40) -> list:
@@ -65,6 +68,18 @@ def test_a_failed_attempt_is_retried_after_the_retry_interval():
     decisions = lost_site(guard, seconds=CONFIRM_S + 1 + int(RETRY_S))
     attempts = [i for i, d in enumerate(decisions) if d.fail_over]
     assert attempts == [CONFIRM_S + 1, CONFIRM_S + 1 + int(RETRY_S)]
+
+
+def test_a_wall_clock_step_never_makes_a_site_lost_early():
+    # the wall clock jumps 60 s forward in one second of the guard's own time (an NTP step, a paused VM): the
+    # mirrors' failed looks seem 60 s old at once, the guard's own failed looks are still counted on its monotonic clock
+    guard = policy()
+    decisions = []
+    for t in range(CONFIRM_S + 2):
+        now = t * 1000 + (60_000 if t >= 2 else 0)
+        decisions.append(guard.decide(look(now, t == 0, ("a", view(now, -100, 200), 100), elapsed_ms=t * 1000)))
+    assert [d.state for d in decisions[1:CONFIRM_S + 1]] == ["suspect"] * CONFIRM_S
+    assert next(i for i, d in enumerate(decisions) if d.fail_over) == CONFIRM_S + 1
 
 
 def test_a_mirror_that_still_reaches_the_site_vetoes_any_failover():

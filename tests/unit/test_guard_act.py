@@ -22,7 +22,7 @@ def _dead_port() -> int:
 def test_an_unanswered_action_is_a_geokafka_error(kind: ActionKind) -> None:
     conn = ClusterConnection(name="gone", bootstrap=f"127.0.0.1:{_dead_port()}", security={})
     actor = ClusterActor(conn, timeout_s=1.0)
-    view = ClusterView(0, frozenset({1, 2}), frozenset({1, 2}),
+    view = ClusterView(0, 0, frozenset({1, 2}), frozenset({1, 2}),
                        (PartitionView("orders", 0, (1, 2), (2,), 2),), {"orders": 2})
     action = Action(kind, "orders", "dc1", None if kind == "elect-preferred-leaders" else 2, 3, "test")
     with pytest.raises(GeokafkaError) as caught:

@@ -10,12 +10,14 @@ REPLICAS = (1, 3, 2, 4)
 
 
 def view(at_s: float, down: set[int] = frozenset(), fenced: set[int] | None = None, isr: tuple[int, ...] = REPLICAS,
-         min_isr: int = 3, leader: int | None = None) -> ClusterView:
+         min_isr: int = 3, leader: int | None = None, wall_s: float | None = None) -> ClusterView:
+    """An observation at ``at_s`` on the monotonic clock (and on the wall clock unless ``wall_s`` says otherwise)."""
     fenced = down if fenced is None else fenced
     parts = tuple(PartitionView("orders", p, REPLICAS, tuple(b for b in isr if b not in fenced),
                                 leader if leader is not None else next(b for b in REPLICAS if b not in fenced))
                   for p in range(3))
-    return ClusterView(int(at_s * 1000), frozenset(set(BROKERS) - fenced), frozenset(set(BROKERS) - down), parts,
+    return ClusterView(int((at_s if wall_s is None else wall_s) * 1000), int(at_s * 1000),
+                       frozenset(set(BROKERS) - fenced), frozenset(set(BROKERS) - down), parts,
                        {"orders": min_isr, "__consumer_offsets": 3})
 
 
@@ -44,6 +46,16 @@ def test_one_broker_or_a_short_outage_never_acts() -> None:
         assert guard.decide(view(t, down={1, 2})).actions == []  # back before 10 s
     assert guard.decide(view(69)).dcs["dc1"] == "up"
     assert guard.decide(view(75, down={1, 2})).dcs["dc1"] == "suspect"  # the clock starts again
+
+
+def test_a_wall_clock_step_never_makes_a_dc_lost_early() -> None:
+    # an NTP step or a paused VM moves the wall clock 60 s in one second of the guard's own (monotonic) time
+    guard = policy()
+    assert guard.decide(view(0, down={1, 2}, wall_s=1000)).dcs["dc1"] == "suspect"
+    stepped = guard.decide(view(1, down={1, 2}, wall_s=1060))
+    assert stepped.dcs["dc1"] == "suspect" and stepped.actions == []
+    assert guard.decide(view(9, down={1, 2}, wall_s=1068)).actions == []
+    assert [a.kind for a in guard.decide(view(10, down={1, 2}, wall_s=1069)).actions] == ["lower-min-isr"]
 
 
 def test_no_action_without_a_quorum_per_plan_or_when_lost_brokers_stay_registered() -> None:

@@ -67,9 +67,7 @@ class GuardThread:
         """When (monotonic) the guard first applied an action of ``kind``, from its run's action list."""
         if self.run is None:
             return None
-        wall_to_monotonic = time.monotonic() - time.time()
-        return next((at_ms / 1000 + wall_to_monotonic for at_ms, action, outcome in self.run.actions
-                     if action.kind == kind and outcome == "done"), None)
+        return next((a.elapsed_s for a in self.run.actions if a.action.kind == kind and a.outcome == "done"), None)
 
     def stop(self) -> None:
         """Stop the guard and wait for it."""
