@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from geokafka import contract, errors
 from geokafka.control.connection import connection
 from geokafka.control.flow_states import FlowState
+from geokafka.control.state_records import Role
 from geokafka.control.state_store import KafkaStateStore, StateStore
 from geokafka.control.topic_identity import recreations
 from geokafka.control.topic_sync import TopicPair
@@ -499,8 +500,22 @@ class FlowRunner:
         self.machine.query_failed(failure, now)
         if self.machine.status == FlowState.RETRYING:
             self._replication.failed(failure)
+        elif self._failed_over_meanwhile():
+            # a failover fences the flow's writers on the target, and what a fenced writer meets can be any error
+            # (a commit racing the fence got UNKNOWN_SERVER_ERROR): the flow ended by the failover, not in error
+            log.info("flow %s: failed over while its query stopped on: %s", self.name, failure)
+            self._failed_over_elsewhere()
         else:
             self._record_final_state(FlowState.ERROR, reason=str(failure), error=type(failure).__name__)
+
+    def _failed_over_meanwhile(self) -> bool:
+        """Whether a failover of this flow was recorded on its target (unknown when the target does not answer: no)."""
+        if self._signals.failed_over.is_set():
+            return True
+        try:
+            return self._store.read(timeout_s=5.0).role(self.name) == Role.FAILED_OVER
+        except errors.GeokafkaError:
+            return False
 
     def _restart(self, now: float) -> None:
         self._stop_query()

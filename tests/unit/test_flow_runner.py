@@ -187,6 +187,21 @@ def test_a_failover_made_elsewhere_while_retrying_stops_the_flow_without_writing
     assert len(h.store.log) == written  # the failover's own records stay as it wrote them
 
 
+def test_a_query_stopped_by_a_failover_fencing_its_writers_ends_failed_over_not_in_error() -> None:
+    h = Harness([None])
+    h.tick_for(1)
+    # the failover fenced the writers before the heartbeat saw its record: the commit met an error no retry helps
+    h.store.set_role("f", Role.FAILED_OVER, kind="failover")
+    written = len(h.store.log)
+    h.queries[-1].failure = errors.KafkaOperationError("committing group 0: Unhandled error in EndTxnResponse",
+                                                       retriable=False)
+    h.runner.tick()
+    assert h.runner.status == FlowState.FAILED_OVER and h.runner.error is None
+    assert [key for key, _ in h.store.log[written:] if key == "flow/f"] == []  # no error over the failover's state
+    heartbeat = h.store.read().heartbeat("f")
+    assert heartbeat is not None and heartbeat.state == "failed-over"
+
+
 def test_a_flow_that_never_started_stops_as_an_error_with_its_reason() -> None:
     h = Harness([errors.ClusterUnreachableError("east is down")] * 50)
     h.tick_for(3)
