@@ -4,7 +4,7 @@ Tuned like geokafka's writer where the settings exist: producer acks=all, batch.
 compression as geokafka's default (``WIRE_COMPRESSION``), linger.ms 5; tasks.max = the machine's cores; topics
 refreshed as often as geokafka's bench flow refreshes its selection.
 Differences that stay:
-MM2 runs twice: at-least-once, and exactly-once (KIP-618 ``exactly.once.source.support=enabled``,
+MM2 runs twice: at-least-once, and exactly-once (KIP-618 ``dst.exactly.once.source.support=enabled``, set for the target,
 transactional like geokafka; it needs the internal REST listener). Source aliases ``mm2src`` and
 ``mm2eos`` so that MM2's target topics (``mm2src.<topic>``) never clash with geokafka's (``src.<topic>``).
 """
@@ -67,7 +67,8 @@ def mm2_properties(patterns: list[str], tasks: int, exactly_once: bool = False) 
     }
     if exactly_once:
         props.update({
-            "exactly.once.source.support": "enabled",
+            # per target cluster: a top-level `exactly.once.source.support` leaves the writes plain (not transactional)
+            "dst.exactly.once.source.support": "enabled",
             "dedicated.mode.enable.internal.rest": "true",
             "listeners": f"http://127.0.0.1:{EOS_REST_PORT}",
             f"{alias}.consumer.isolation.level": "read_committed",

@@ -106,6 +106,10 @@ def run_replicator(
         if ends is not None:
             ends.stop()
             final = ends.sample()  # the copy is complete: the ends are final
+            if final is not None:
+                # a transaction's commit marker takes an offset of each partition it wrote: ends past the records
+                # copied (the counter found each once) say the writer's batches were transactional
+                result["transactional_writes"] = final > records
             visible_at = ends.reached_at(final) if final is not None else None
             if visible_at is not None and ends.first_at is not None:
                 result["counter_behind_s"] = round(done_at - visible_at, 2)

@@ -126,7 +126,7 @@ def bench(ctx: CliContext, quick: bool, datasets: tuple[str, ...], keep: bool, o
       to the target (acks=all, linger.ms=5, batch.size=1000000, lz4); the slower of the two.
     - limit: a plain Java loop, one consumer feeding one producer (not transactional).
     - mm2: MirrorMaker 2 dedicated mode, tasks.max = cores, the same producer settings.
-    - mm2-eos: the same with exactly.once.source.support=enabled (transactional).
+    - mm2-eos: the same with dst.exactly.once.source.support=enabled (transactional).
     - spark-kafka: Spark's Kafka source -> Kafka sink on local[16] (JVM only, at-least-once).
     - geokafka: `geokafka mirror` with its defaults (real-time mode, a partition group per
       core), exactly-once; and, in the full run, the same in micro-batch mode.

@@ -52,6 +52,10 @@ def test_bench_quick_runs_every_contender(tmp_path: Path) -> None:
         assert run["ratios"]["geokafka_over_raw"] is not None
         assert run["ratios"]["geokafka_over_mm2_eos"] is not None
         assert run["ratios"]["geokafka_over_limit"] is not None
+        # the exactly-once writers' batches were transactional (commit markers between the records), the others'
+        # plain: a MirrorMaker 2 whose exactly-once setting was not its target's wrote plain batches unnoticed
+        assert {name: run[name].get("transactional_writes") for name in ("limit", "mm2", "mm2-eos", "geokafka")} == {
+            "limit": False, "mm2": False, "mm2-eos": True, "geokafka": True}
         # the throughput window opens when geokafka writes its first record, not at its first commit
         assert run["geokafka"]["basis"].startswith("first record written")
         # whether the Spark driver started from its class archive (`./run tests` builds it beside the tests)

@@ -131,3 +131,12 @@ def test_mm2_refreshes_its_topics_as_often_as_the_bench_flow_looks_for_new_ones(
     assert topic_refresh_s() == round(flow.sync_interval_s)
     lines = mm2_properties([re.escape("bench.1k")], 2).splitlines()
     assert f"refresh.topics.interval.seconds = {topic_refresh_s()}" in lines
+
+
+def test_mm2s_exactly_once_is_set_for_its_target_cluster_where_mirrormaker_reads_it() -> None:
+    # MirrorMaker 2's dedicated mode reads exactly.once.source.support per target cluster; a top-level one left
+    # the bench's exactly-once contender writing plain batches (test_bench checks the batches themselves)
+    eos = mm2_properties([re.escape("bench.1k")], 2, exactly_once=True).splitlines()
+    assert "dst.exactly.once.source.support = enabled" in eos
+    assert not any(line.startswith("exactly.once.source.support") for line in eos)
+    assert not any("exactly.once" in line for line in mm2_properties([re.escape("bench.1k")], 2).splitlines())
