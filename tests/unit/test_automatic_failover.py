@@ -32,8 +32,7 @@ def look(now_ms: int, reached: bool, *flows: tuple[str, MirrorView, int | None],
          elapsed_ms: int | None = None) -> SiteLook:
     """A look at ``now_ms`` on the wall clock (and on the monotonic clock unless ``elapsed_ms`` says otherwise)."""
     return SiteLook("nyc", now_ms, now_ms if elapsed_ms is None else elapsed_ms, reached,
-                    tuple(FlowLook(name, "atl", role, v, bounded(upper))
-                         for name, v, upper in flows))
+                    tuple(FlowLook(name, "atl", role, v, bounded(upper)) for name, v, upper in flows))
 
 
 def lost_site(guard: SiteLossPolicy, upper: int | None = 100, seconds: int = 40) -> list:
