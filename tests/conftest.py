@@ -23,6 +23,7 @@ import pytest
 from cluster_util import stop_orphaned_nodes, topology_on
 from kafka_util import shared_port_base
 
+from geokafka.bench.setup import BENCH_JVM_OPTIONS_ENV
 from geokafka.control.connection import ClusterConnection, connection
 from geokafka.infra.clusters import local_cluster_spec
 from geokafka.infra.kafka_class_archive_build import ensure_archive
@@ -37,6 +38,8 @@ os.environ.setdefault(LOCAL_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
 # The same for Spark (the session fixture, every `geokafka mirror` and the bench's Spark
 # contenders): a session in 6 instead of 10-12 CPU s, its first job in 4-5 instead of 7-8.
 os.environ.setdefault(SPARK_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
+# And for the quick bench's own JVMs (the copy loop, MirrorMaker 2, Kafka's perf tools), which copy for seconds.
+os.environ.setdefault(BENCH_JVM_OPTIONS_ENV, "-XX:TieredStopAtLevel=1")
 
 
 @pytest.fixture(scope="session")

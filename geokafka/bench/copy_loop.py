@@ -9,7 +9,7 @@ from typing import Any
 from geokafka.artifacts import jars
 from geokafka.bench.mm2 import LOG4J
 from geokafka.bench.replicator import run_replicator
-from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, create_topic, partition_count
+from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, contender_jvm_options, create_topic, partition_count
 
 PREFIX = "copy."
 
@@ -20,7 +20,7 @@ def run_copy_loop(work: Path, topic: str, records: int, size: int, lat_topic: st
     topics = [t for t in (topic, lat_topic) if t]
     for name in topics:
         create_topic(DST, PREFIX + name, partition_count(SRC, name))
-    cmd = ["java", "-Xmx512m", "-XX:+UseG1GC",
+    cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", *contender_jvm_options(),
            f"-Dgeokafka.compression={WIRE_COMPRESSION}", f"-Dlog4j2.configurationFile={LOG4J}",
            f"-Dkafka.logs.dir={work}", "-cp", f"{jars.kafka_classpath()}:{jars.sink_jar()}",
            "io.geokafka.bench.CopyLoop", SRC, DST, PREFIX, *topics]

@@ -17,7 +17,7 @@ from typing import Any
 
 from geokafka.artifacts import jars
 from geokafka.bench.replicator import run_replicator
-from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, TopicSet, as_set, topic_refresh_s
+from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, TopicSet, as_set, contender_jvm_options, topic_refresh_s
 from geokafka.infra import kafka_class_archive
 
 LOG4J = Path(__file__).resolve().parents[1] / "infra" / "log4j2.properties"
@@ -90,7 +90,7 @@ def run_mm2(work: Path, topic: str | TopicSet, records: int, size: int, lat_topi
     patterns = list(dict.fromkeys(s.pattern for s in (data, lat) if s))  # the probe may write to the data
     config.write_text(mm2_properties(patterns, tasks, exactly_once))
     # the class archive of the local brokers fits every JVM on Kafka's classpath (geokafka's Spark has its own)
-    cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", *kafka_class_archive.java_options(),
+    cmd = ["java", "-Xmx512m", "-XX:+UseG1GC", *kafka_class_archive.java_options(), *contender_jvm_options(),
            f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={work}",
            "-cp", jars.kafka_classpath(), "org.apache.kafka.connect.mirror.MirrorMaker", str(config),
            "--clusters", "dst"]

@@ -11,7 +11,7 @@ from typing import Any
 from geokafka.artifacts import jars
 from geokafka.bench.mm2 import LOG4J
 from geokafka.bench.procstat import TreeSampler
-from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, create_topic
+from geokafka.bench.setup import DST, SRC, WIRE_COMPRESSION, contender_jvm_options, create_topic
 from geokafka.infra import kafka_class_archive
 
 PRODUCER_PROPS = ["acks=all", "linger.ms=5", "batch.size=1000000", f"compression.type={WIRE_COMPRESSION}",
@@ -19,8 +19,8 @@ PRODUCER_PROPS = ["acks=all", "linger.ms=5", "batch.size=1000000", f"compression
 
 
 def _java(work: Path, main: str, args: list[str]) -> tuple[str, float, int]:
-    cmd = ["java", "-Xmx512m", *kafka_class_archive.java_options(), f"-Dlog4j2.configurationFile={LOG4J}",
-           f"-Dkafka.logs.dir={work}",
+    cmd = ["java", "-Xmx512m", *kafka_class_archive.java_options(), *contender_jvm_options(),
+           f"-Dlog4j2.configurationFile={LOG4J}", f"-Dkafka.logs.dir={work}",
            "-cp", jars.kafka_classpath(), main, *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sampler = TreeSampler(proc.pid, 0.2).start()

@@ -12,12 +12,24 @@ from typing import Any
 
 from geokafka import contract
 from geokafka.control.admin import silent_logger
+from geokafka.infra.processes import jvm_options_from_env
 from geokafka.pipeline.flow_jobs import selection_refresh_s
 from geokafka.topology import Topology, parse_topology
 
 SRC_PORT, DST_PORT = 24092, 25092
 WIRE_COMPRESSION = contract.WRITER_COMPRESSION
 """How every contender's writer compresses: geokafka's default, so each is measured as its users run it."""
+BENCH_JVM_OPTIONS_ENV = "GEOKAFKA_BENCH_JVM_OPTS"
+"""Extra JVM options for the bench's own JVMs (the copy loop, MirrorMaker 2, Kafka's perf tools), space-separated,
+after their own: the test suite's quick bench gives them the quick compiler, as its brokers and Spark get theirs
+(``GEOKAFKA_LOCAL_JVM_OPTS``, ``GEOKAFKA_SPARK_JVM_OPTS``); the report's ``jvm_options`` says what was set."""
+
+
+def contender_jvm_options() -> list[str]:
+    """The options of :data:`BENCH_JVM_OPTIONS_ENV` (none when unset)."""
+    return jvm_options_from_env(BENCH_JVM_OPTIONS_ENV)
+
+
 SRC = f"127.0.0.1:{SRC_PORT}"
 DST = f"127.0.0.1:{DST_PORT}"
 
