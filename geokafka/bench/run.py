@@ -66,12 +66,12 @@ class BenchSizes:
     machine that speeds up or slows down over the minutes between the first contender and the last moves them alike."""
 
 
+# The quick bench's scaling section runs its one many-topic shape only (geokafka, then MirrorMaker 2 at it): the
+# one-topic row beside it ran the same code as the record-size copies and cost the suite's bench test ~20 CPU s.
 QUICK = BenchSizes(records=100_000, partitions=6, small_records=100_000, latency_rate=500.0, latency_s=3.0,
                    latency_warmup_s=2.0, scaling=((6, 10),), scaling_records=12_000, scaling_rate=500.0,
                    scaling_latency_s=3.0, idle_s=5.0, mm2_scaling_at=60, micro_batch=False,
                    state_progress_records=50_000, state_checkpoints=1_000, rounds=1)
-# The quick bench's scaling section runs its one many-topic shape only (geokafka, then MirrorMaker 2 at it): the
-# one-topic row beside it ran the same code as the record-size copies and cost the suite's bench test ~20 CPU s.
 FULL = BenchSizes()
 ROUND_CONTENDERS = ("limit", "mm2", "mm2-eos", "geokafka")
 """The contenders of the record-size targets' ratios, in the first round's order; a later round runs them again."""

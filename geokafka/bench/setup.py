@@ -22,7 +22,8 @@ WIRE_COMPRESSION = contract.WRITER_COMPRESSION
 BENCH_JVM_OPTIONS_ENV = "GEOKAFKA_BENCH_JVM_OPTS"
 """Extra JVM options for the bench's own JVMs (the copy loop, MirrorMaker 2, Kafka's perf tools), space-separated,
 after their own: the test suite's quick bench gives them the quick compiler, as its brokers and Spark get theirs
-(``GEOKAFKA_LOCAL_JVM_OPTS``, ``GEOKAFKA_SPARK_JVM_OPTS``); the report's ``jvm_options`` says what was set."""
+(``GEOKAFKA_LOCAL_JVM_OPTS``, ``GEOKAFKA_SPARK_JVM_OPTS``); the report's ``jvm_options`` says what was set. The copy
+loop and MirrorMaker 2 run G1: an option that selects another collector stops them."""
 
 
 def contender_jvm_options() -> list[str]:
