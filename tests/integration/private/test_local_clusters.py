@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 from kafka_util import create_topic, produce, read_all
 
 from geokafka.artifacts import jars
@@ -23,7 +24,9 @@ from geokafka.infra.local_cluster import (
     listening_ports,
     running_nodes,
     server_properties,
+    start_cluster,
     start_node,
+    stop_cluster,
 )
 
 pytestmark = pytest.mark.integration
@@ -163,6 +166,31 @@ def test_a_killed_broker_leaves_the_metadata_and_rejoins_after_restart(
     assert broker_racks(admin) == {1: "east-a", 2: "east-b", 3: "east-c"}
     assert [(r.key, r.value) for r in read_all(east, topic) if r.partition == 0] == [(b"during", b"the outage")]
 
+
+
+def test_a_restarted_cluster_is_up_once_its_leaders_serve_every_partition(
+    local_clusters: dict[str, LocalClusterSpec], south: ClusterConnection, unique: Callable[[str], str]
+) -> None:
+    """`start_cluster` (what `geokafka up` runs) returns once every partition is served, not as soon as the broker
+    is in the metadata: the partitions of a restarted broker are refused (UNKNOWN_LEADER_EPOCH) for a moment
+    after it is listed there (300 are enough for that moment to outlast the return, when it came at the listing)."""
+    spec = local_clusters["south"]
+    topic = unique("restarted")
+    create_topic(south, topic, partitions=300, rf=1)
+    stop_cluster(spec)
+    start_cluster(spec, timeout_s=120)
+    admin = AdminClient(south.librdkafka())
+    topics = admin.list_topics(timeout=10).topics
+    request = {TopicPartition(name, p): OffsetSpec.latest() for name, described in topics.items()
+               for p in described.partitions}
+    assert len(request) >= 300, sorted(topics)
+    refused = []
+    for tp, answer in admin.list_offsets(request, request_timeout=1).items():  # one try each: no time to wait
+        try:
+            answer.result(timeout=5)
+        except KafkaException as exc:
+            refused.append(f"{tp.topic}/{tp.partition}: {exc.args[0].name()}")
+    assert refused == [], refused[:5]
 
 def _alive(pid: int) -> bool:
     try:
