@@ -167,7 +167,6 @@ def test_a_killed_broker_leaves_the_metadata_and_rejoins_after_restart(
     assert [(r.key, r.value) for r in read_all(east, topic) if r.partition == 0] == [(b"during", b"the outage")]
 
 
-
 def test_a_restarted_cluster_is_up_once_its_leaders_serve_every_partition(
     local_clusters: dict[str, LocalClusterSpec], south: ClusterConnection, unique: Callable[[str], str]
 ) -> None:
@@ -191,6 +190,7 @@ def test_a_restarted_cluster_is_up_once_its_leaders_serve_every_partition(
         except KafkaException as exc:
             refused.append(f"{tp.topic}/{tp.partition}: {exc.args[0].name()}")
     assert refused == [], refused[:5]
+
 
 def _alive(pid: int) -> bool:
     try:
