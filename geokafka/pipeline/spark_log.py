@@ -60,9 +60,11 @@ SPARK_STOPPED = frozenset({"org.apache.spark.rpc.RpcEnvStoppedException"})
 """Root causes that say Spark itself has stopped under the caller (a query's thread still ending when Spark's
 shutdown hook, on the stop signal every process of a service gets, stopped its RPC environment)."""
 
-POOL_SHUT = re.compile(r"^java\.util\.concurrent\.RejectedExecutionException: .* rejected from .*\[(Terminated|Shutting down),")
+POOL_SHUT = re.compile(
+    r"^(?:Caused by: )?java\.util\.concurrent\.RejectedExecutionException: .* rejected from .*\[(Terminated|Shutting down),")
 """A task handed to a thread pool Spark's stop already shut down (a task's status arriving after the scheduler's result
-getter ended): like a stopped RPC environment, Spark stopped under the caller."""
+getter ended; the query's thread asking through an RPC environment whose timeout pool had ended, the exception's
+cause): like a stopped RPC environment, Spark stopped under the caller."""
 
 BROADCAST_GONE = "org.apache.spark.broadcast.TorrentBroadcast.$anonfun$releaseBlockManagerLock"
 """The frame of a task that completed after Spark's block manager dropped the task's broadcast, which Spark's stop

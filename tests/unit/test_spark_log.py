@@ -96,6 +96,26 @@ active threads = 0, queued tasks = 0, completed tasks = 2]
 """What Spark wrote when every process of a mirror got SIGTERM: a task's status came after Spark's stop had shut the
 scheduler's result getter down (frames trimmed, the jar names after them left out)."""
 
+QUERY_THREAD_DIED_ON_A_SHUT_POOL = """\
+Exception in thread "stream execution thread for geokafka-quiet-4466ca9f [id = 84c90f8c, runId = abaff65a]" org.ap\
+ache.spark.SparkException: Exception thrown in awaitResult:
+\tat org.apache.spark.util.SparkThreadUtils$.awaitResult(SparkThreadUtils.scala:53)
+\tat org.apache.spark.rpc.RpcEndpointRef.askSync(RpcEndpointRef.scala:101)
+\tat org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef.deactivateInstances(StateStoreCoo\
+rdinator.scala:177)
+\tat org.apache.spark.sql.classic.StreamingQueryManager.notifyQueryTermination(StreamingQueryManager.scala:383)
+\tat org.apache.spark.sql.execution.streaming.runtime.StreamExecution$$anon$1.run(StreamExecution.scala:230)
+Caused by: java.util.concurrent.RejectedExecutionException: Task java.util.concurrent.ScheduledThreadPoolExecutor$Sc\
+heduledFutureTask@48cbad23[Not completed, task = java.util.concurrent.Executors$RunnableAdapter@31fb4da9[Wrapped ta\
+sk = org.apache.spark.rpc.netty.NettyRpcEnv$$anon$1@2741eadf]] rejected from java.util.concurrent.ScheduledThreadPo\
+olExecutor@5612f97[Terminated, pool size = 0, active threads = 0, queued tasks = 0, completed tasks = 0]
+\tat java.base/java.util.concurrent.ThreadPoolExecutor$AbortPolicy.rejectedExecution(ThreadPoolExecutor.java:2065)
+\tat org.apache.spark.rpc.netty.NettyRpcEnv.askAbortable(NettyRpcEnv.scala:270)
+\tat org.apache.spark.rpc.RpcEndpointRef.askSync(RpcEndpointRef.scala:100)
+\t... 8 more""".splitlines()
+"""The same death with another cause, from a clean-clone run of 2026-12-04: the query's thread asked through Spark's
+RPC environment after Spark's stop had shut the environment's timeout pool down (frames trimmed)."""
+
 FAILED_JOB = """\
 04:08:02 ERROR MicroBatchExecution: Query geokafka-quiet-65791021 [id = ab0de54d, runId = 59977a30] terminated with error
 org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 1.0 failed 1 times
@@ -138,6 +158,10 @@ def test_what_a_cancelled_job_writes_is_made_by_a_stop_and_a_real_failure_is_not
     full = record([STATUS_AFTER_THE_POOL_ENDED[0], STATUS_AFTER_THE_POOL_ENDED[1].replace("[Terminated,", "[Running,"),
                    *STATUS_AFTER_THE_POOL_ENDED[2:]])
     assert not made_by_a_stop(full)  # a pool that refused work while running is a real error
+    shut = record(QUERY_THREAD_DIED_ON_A_SHUT_POOL)
+    assert shut.causes == ["java.util.concurrent.RejectedExecutionException"] and made_by_a_stop(shut)  # as a cause
+    running = record([line.replace("[Terminated,", "[Running,") for line in QUERY_THREAD_DIED_ON_A_SHUT_POOL])
+    assert not made_by_a_stop(running)
     assert not made_by_a_stop(record(FAILED_JOB))  # a job that failed on its own
     assert not made_by_a_stop(SparkRecord.starting("03:16:49 ERROR Executor: Exception in task 0.0 in stage 1.0"))
     assert not made_by_a_stop(SparkRecord.starting("WARNING: Using incubator modules: jdk.incubator.vector"))
